@@ -1,0 +1,75 @@
+"""Length-sorted batches under a token budget, and CUDA out-of-memory retries."""
+from typing import Callable, List, Sequence
+
+import numpy
+
+
+def plan_batches(
+    lengths: Sequence[int], *, max_batch_size: int, max_batch_tokens: int
+) -> List[List[int]]:
+    """Group input indices into batches of similar length.
+
+    Inputs are taken longest first, so that a batch too large for the device
+    fails on the first try rather than at the end. A batch never holds more
+    than `max_batch_size` inputs, nor more than `max_batch_tokens` tokens
+    once padded to its longest input (a single longer input still gets a
+    batch of its own).
+
+    lengths (Sequence[int]): Token count of each input.
+    max_batch_size (int): Most inputs in a batch.
+    max_batch_tokens (int): Most padded tokens in a batch.
+    RETURNS (List[List[int]]): Indices into `lengths`, batch by batch.
+    """
+    order = numpy.argsort(-numpy.asarray(lengths, dtype=numpy.int64), kind="stable")
+    batches: List[List[int]] = []
+    current: List[int] = []
+    longest = 0
+    for i in order.tolist():
+        length = int(lengths[i])
+        width = max(longest, length)
+        if current and (
+            len(current) + 1 > max_batch_size or width * (len(current) + 1) > max_batch_tokens
+        ):
+            batches.append(current)
+            current = []
+            width = length
+        current.append(i)
+        longest = width
+    if current:
+        batches.append(current)
+    return batches
+
+
+def run_halving_on_oom(
+    forward: Callable[[List[int]], numpy.ndarray],
+    batch: List[int],
+    *,
+    is_oom: Callable[[BaseException], bool],
+    on_oom: Callable[[int], None],
+    on_single: Callable[[int, BaseException], BaseException],
+) -> numpy.ndarray:
+    """Run `forward` on a batch; when it runs out of memory, run each half.
+
+    forward (Callable): Takes a list of input indices, returns one row per input.
+    batch (List[int]): The input indices.
+    is_oom (Callable): Tells an out-of-memory error from others.
+    on_oom (Callable): Called with the failed batch size (free caches, warn).
+    on_single (Callable): Builds the error to raise when one input alone fails.
+    RETURNS (numpy.ndarray): The rows, in the order of `batch`.
+    """
+    try:
+        return forward(batch)
+    except Exception as err:  # noqa: BLE001 -- re-raised unless it is an OOM
+        if not is_oom(err):
+            raise
+        if len(batch) == 1:
+            raise on_single(batch[0], err) from err
+        on_oom(len(batch))
+    half = len(batch) // 2
+    first = run_halving_on_oom(
+        forward, batch[:half], is_oom=is_oom, on_oom=on_oom, on_single=on_single
+    )
+    second = run_halving_on_oom(
+        forward, batch[half:], is_oom=is_oom, on_oom=on_oom, on_single=on_single
+    )
+    return numpy.concatenate([first, second], axis=0)

@@ -1,0 +1,128 @@
+"""Find and load Hugging Face models from a local path, the embedded default or a hub name."""
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from ..errors import Errors
+
+logger = logging.getLogger("spacy_inconsistency")
+logger.addHandler(logging.NullHandler())
+
+DEFAULT_MODEL = "default"
+EMBEDDED_MODEL_DIR = "nli-minilm-l6"
+
+_CACHE: Dict[Tuple[Any, ...], Tuple[Any, Any]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def embedded_model_path() -> Path:
+    """The directory of the NLI model shipped inside the package.
+
+    RETURNS (Path): The directory (Hugging Face format).
+    """
+    return Path(__file__).resolve().parent.parent / "models" / EMBEDDED_MODEL_DIR
+
+
+def _looks_like_path(name: str) -> bool:
+    # Hub ids are "name" or "org/name"; anything else can only be a path.
+    return (
+        name.startswith((".", "/", "~"))
+        or name.count("/") > 1
+        or os.sep != "/" and os.sep in name
+    )
+
+
+def resolve_model(name: str) -> Tuple[str, bool]:
+    """Turn a model setting into something `from_pretrained` takes.
+
+    name (str): "default", a local directory or a hub id.
+    RETURNS (Tuple[str, bool]): The path or hub id, and whether it is local.
+    """
+    if name == DEFAULT_MODEL:
+        return str(embedded_model_path()), True
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path), True
+    return name, _looks_like_path(name)
+
+
+def resolve_device(device: str) -> Any:
+    """Turn a device setting into a torch device.
+
+    device (str): "auto" (CUDA when available), "cpu", "cuda" or "cuda:N".
+    RETURNS (torch.device): The device.
+    """
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda" or device.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ValueError(Errors.E009.format(device=device))
+        return torch.device(device)
+    raise ValueError(Errors.E004.format(device=device))
+
+
+def _missing_model_error(name: str, revision: Optional[str], err: Exception) -> OSError:
+    from huggingface_hub import constants
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or constants.HF_HUB_OFFLINE
+    return OSError(
+        Errors.E001.format(
+            name=name,
+            path=Path(name).expanduser().resolve(),
+            revision=revision or "main",
+            cache=constants.HF_HUB_CACHE,
+            offline=offline,
+            err=str(err).splitlines()[0] if str(err) else type(err).__name__,
+        )
+    )
+
+
+def load_model(
+    name: str,
+    *,
+    kind: str,
+    device: Any,
+    dtype: Any,
+    revision: Optional[str] = None,
+    local_files_only: bool = False,
+) -> Tuple[Any, Any]:
+    """Load a tokenizer and model once per process and share them.
+
+    name (str): "default", a local directory or a hub id.
+    kind (str): "sequence-classification" (the only kind so far).
+    device (torch.device): Where to put the model.
+    dtype (torch.dtype): The weights' dtype on that device.
+    revision (Optional[str]): A hub revision to pin.
+    local_files_only (bool): Never contact the hub.
+    RETURNS (Tuple[PreTrainedTokenizerBase, PreTrainedModel]): Both, the model in eval mode.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    target, is_local = resolve_model(name)
+    key = (target, kind, str(device), str(dtype), revision)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        if is_local and not Path(target).is_dir():
+            raise _missing_model_error(name, revision, FileNotFoundError(target))
+        kwargs: Dict[str, Any] = {"revision": revision}
+        if local_files_only or is_local:
+            kwargs["local_files_only"] = True
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(target, **kwargs)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                target, torch_dtype=dtype, **kwargs
+            )
+        except (OSError, ValueError) as err:
+            raise _missing_model_error(name, revision, err) from err
+        model.to(device)
+        model.eval()
+        logger.info("Loaded %s on %s (%s)", target, device, dtype)
+        _CACHE[key] = (tokenizer, model)
+        return tokenizer, model

@@ -1,0 +1,276 @@
+"""NLI cross-encoder backend: any Hugging Face sequence-classification NLI model."""
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.util import registry
+
+from ..errors import Errors, Warnings
+from .batching import plan_batches, run_halving_on_oom
+from .loading import DEFAULT_MODEL, load_model, resolve_device
+
+ENTAILMENT = "entailment"
+NEUTRAL = "neutral"
+CONTRADICTION = "contradiction"
+NOT_ENTAILMENT = "not_entailment"
+NLI_LABELS = (ENTAILMENT, NEUTRAL, CONTRADICTION, NOT_ENTAILMENT)
+_NOT_ENTAILMENT_NAMES = {
+    "not_entailment", "non_entailment", "not_entailed", "no_entailment", "not_entail",
+}
+# Pairs are tokenized and scored this many at a time, so memory does not grow
+# with the number of pairs asked for in one call.
+STREAM_CHUNK = 4096
+
+
+def canonical_label(name: str) -> Optional[str]:
+    """Map a model's label name to one of `NLI_LABELS`, or None.
+
+    name (str): A value of `config.id2label`, e.g. "CONTRADICTION" or "Entailment".
+    RETURNS (Optional[str]): The canonical name.
+    """
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if key in _NOT_ENTAILMENT_NAMES:
+        return NOT_ENTAILMENT
+    if key.startswith("entail"):
+        return ENTAILMENT
+    if key.startswith("neutral"):
+        return NEUTRAL
+    if key.startswith("contradict"):
+        return CONTRADICTION
+    return None
+
+
+def read_label_index(
+    id2label: Dict[Any, str], *, model_name: str, label_map: Optional[Dict[str, str]] = None
+) -> Dict[str, int]:
+    """Find which output column holds which NLI label.
+
+    id2label (Dict[int, str]): The model's `config.id2label`.
+    model_name (str): For error messages.
+    label_map (Optional[Dict[str, str]]): Model label name -> canonical name,
+        for models whose names cannot be read (e.g. "LABEL_0").
+    RETURNS (Dict[str, int]): Canonical label -> column.
+    """
+    index: Dict[str, int] = {}
+    for i, name in sorted((int(k), v) for k, v in id2label.items()):
+        canonical = canonical_label(label_map[name]) if label_map and name in label_map else canonical_label(name)
+        if canonical is None or canonical in index:
+            raise ValueError(
+                Errors.E002.format(name=model_name, labels=sorted(id2label.values()))
+            )
+        index[canonical] = i
+    if ENTAILMENT not in index and CONTRADICTION not in index:
+        raise ValueError(Errors.E002.format(name=model_name, labels=sorted(id2label.values())))
+    return index
+
+
+def _is_cuda_oom(err: BaseException) -> bool:
+    import torch
+
+    return isinstance(err, torch.cuda.OutOfMemoryError)
+
+
+class NLIBackend:
+    """Score premise/hypothesis pairs with an NLI cross-encoder.
+
+    model (str): "default" (the model shipped in the package), a local
+        directory or a Hugging Face hub id.
+    device (str): "auto", "cpu", "cuda" or "cuda:N".
+    max_batch_size (int): Most pairs in one forward pass.
+    max_batch_tokens (int): Most tokens in one forward pass, padding included.
+    revision (Optional[str]): Hub revision to pin.
+    label_map (Optional[Dict[str, str]]): Model label -> NLI label, for
+        models whose `id2label` names cannot be read.
+    truncation (str): What to do with a pair longer than the model's limit:
+        "warn" truncates the longer side and warns, "error" raises.
+    local_files_only (bool): Never contact the hub.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        device: str = "auto",
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 8192,
+        revision: Optional[str] = None,
+        label_map: Optional[Dict[str, str]] = None,
+        truncation: str = "warn",
+        local_files_only: bool = False,
+    ) -> None:
+        import torch
+
+        if max_batch_size < 1:
+            raise ValueError(Errors.E006.format(name="max_batch_size", expected="at least 1", value=max_batch_size))
+        if max_batch_tokens < 1:
+            raise ValueError(Errors.E006.format(name="max_batch_tokens", expected="at least 1", value=max_batch_tokens))
+        if truncation not in ("warn", "error"):
+            raise ValueError(Errors.E006.format(name="truncation", expected="'warn' or 'error'", value=truncation))
+        self._settings = dict(
+            model=model, device=device, max_batch_size=max_batch_size,
+            max_batch_tokens=max_batch_tokens, revision=revision, label_map=label_map,
+            truncation=truncation, local_files_only=local_files_only,
+        )
+        self.name = model
+        self.device = resolve_device(device)
+        # bf16 on CUDA: same range as fp32, so no overflow (unlike fp16).
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        self.max_batch_size = max_batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.truncation = truncation
+        self.tokenizer, self.model = load_model(
+            model, kind="sequence-classification", device=self.device, dtype=self.dtype,
+            revision=revision, local_files_only=local_files_only,
+        )
+        self.label_index = read_label_index(
+            self.model.config.id2label, model_name=model, label_map=label_map
+        )
+        self.max_length = self._max_length()
+        self.n_truncated = 0
+        self.n_oom_retries = 0
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return dict(self._settings)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        model = state.pop("model")
+        self.__init__(model, **state)  # type: ignore[misc]
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The canonical NLI labels this model predicts, in column order."""
+        return tuple(sorted(self.label_index, key=self.label_index.__getitem__))
+
+    def _max_length(self) -> int:
+        limit = getattr(self.tokenizer, "model_max_length", None) or 0
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if positions:
+            # RoBERTa-style models reserve two positions for the padding offset.
+            if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+                positions -= 2
+            limit = min(limit, positions) if 0 < limit < 10**6 else positions
+        return int(limit) if 0 < limit < 10**6 else 512
+
+    def predict(self, pairs: Sequence[Tuple[str, str]]) -> Dict[str, numpy.ndarray]:
+        """Probabilities of each NLI label for each (premise, hypothesis) pair.
+
+        pairs (Sequence[Tuple[str, str]]): The pairs.
+        RETURNS (Dict[str, numpy.ndarray]): Canonical label -> float32 array of
+            shape (len(pairs),), for the labels the model has (`self.labels`).
+        """
+        probs = self.predict_proba(pairs)
+        return {label: probs[:, col] for label, col in self.label_index.items()}
+
+    def predict_proba(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
+        """The model's softmax output for each pair, columns as in `config.id2label`.
+
+        pairs (Sequence[Tuple[str, str]]): The pairs.
+        RETURNS (numpy.ndarray): float32, shape (len(pairs), n_labels).
+        """
+        n_labels = len(self.label_index)
+        out = numpy.zeros((len(pairs), n_labels), dtype=numpy.float32)
+        for start in range(0, len(pairs), STREAM_CHUNK):
+            chunk = pairs[start : start + STREAM_CHUNK]
+            out[start : start + len(chunk)] = self._predict_chunk(chunk)
+        return out
+
+    def _encode(self, pairs: Sequence[Tuple[str, str]]) -> List[Dict[str, List[int]]]:
+        premises = [p for p, _ in pairs]
+        hypotheses = [h for _, h in pairs]
+        encoded = self.tokenizer(premises, hypotheses, truncation=False, verbose=False)
+        features = [
+            {key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))
+        ]
+        too_long = [i for i, f in enumerate(features) if len(f["input_ids"]) > self.max_length]
+        if too_long:
+            longest = max(len(features[i]["input_ids"]) for i in too_long)
+            if self.truncation == "error":
+                raise ValueError(Errors.E010.format(n=len(too_long), limit=self.max_length, longest=longest))
+            redo = self.tokenizer(
+                [premises[i] for i in too_long], [hypotheses[i] for i in too_long],
+                truncation="longest_first", max_length=self.max_length,
+            )
+            for j, i in enumerate(too_long):
+                features[i] = {key: redo[key][j] for key in redo.keys()}
+            self.n_truncated += len(too_long)
+            warnings.warn(
+                Warnings.W001.format(n=len(too_long), total=len(pairs), limit=self.max_length)
+            )
+        return features
+
+    def _predict_chunk(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
+        n_labels = len(self.label_index)
+        if not pairs:
+            return numpy.zeros((0, n_labels), dtype=numpy.float32)
+        features = self._encode(pairs)
+        lengths = [len(f["input_ids"]) for f in features]
+        out = numpy.zeros((len(pairs), n_labels), dtype=numpy.float32)
+        for batch in plan_batches(
+            lengths, max_batch_size=self.max_batch_size, max_batch_tokens=self.max_batch_tokens
+        ):
+            rows = run_halving_on_oom(
+                lambda idx: self._forward([features[i] for i in idx]),
+                batch,
+                is_oom=_is_cuda_oom,
+                on_oom=self._on_oom,
+                on_single=lambda i, err: RuntimeError(Errors.E005.format(length=lengths[i])),
+            )
+            out[batch] = rows
+        return out
+
+    def _on_oom(self, size: int) -> None:
+        import torch
+
+        self.n_oom_retries += 1
+        # Later batches start from the budget that is known to fit.
+        self.max_batch_tokens = max(1, self.max_batch_tokens // 2)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if self.n_oom_retries == 1:
+            warnings.warn(Warnings.W002.format(size=size))
+
+    def _forward(self, features: List[Dict[str, List[int]]]) -> numpy.ndarray:
+        import torch
+
+        width = max(len(f["input_ids"]) for f in features)
+        pad_id = self.tokenizer.pad_token_id or 0
+        arrays = {}
+        for key in features[0]:
+            fill = pad_id if key == "input_ids" else 0
+            array = numpy.full((len(features), width), fill, dtype=numpy.int64)
+            for row, f in enumerate(features):
+                array[row, : len(f[key])] = f[key]
+            arrays[key] = torch.from_numpy(array).to(self.device)
+        if "attention_mask" not in arrays:
+            mask = numpy.zeros((len(features), width), dtype=numpy.int64)
+            for row, f in enumerate(features):
+                mask[row, : len(f["input_ids"])] = 1
+            arrays["attention_mask"] = torch.from_numpy(mask).to(self.device)
+        with torch.inference_mode():
+            logits = self.model(**arrays).logits
+            probs = torch.softmax(logits.float(), dim=-1)
+        return probs.cpu().numpy()
+
+
+@registry.misc("spacy-inconsistency.NLIBackend.v1")
+def make_nli_backend(
+    model: str = DEFAULT_MODEL,
+    device: str = "auto",
+    max_batch_size: int = 64,
+    max_batch_tokens: int = 8192,
+    revision: Optional[str] = None,
+    label_map: Optional[Dict[str, str]] = None,
+    truncation: str = "warn",
+    local_files_only: bool = False,
+) -> NLIBackend:
+    """Create an NLI backend (see `NLIBackend` for the settings)."""
+    return NLIBackend(
+        model,
+        device=device,
+        max_batch_size=max_batch_size,
+        max_batch_tokens=max_batch_tokens,
+        revision=revision,
+        label_map=label_map,
+        truncation=truncation,
+        local_files_only=local_files_only,
+    )

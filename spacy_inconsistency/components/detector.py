@@ -1,0 +1,169 @@
+"""`inconsistency_detector`: the one-line entry point.
+
+It segments the Doc (unless units are already there), finds contradicting
+unit pairs with the NLI backend and writes one result format.
+"""
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc
+from spacy.util import minibatch
+
+from ..backends.nli import NLIBackend
+from ..extensions import (
+    CONTRADICTIONS,
+    HAS_INCONSISTENCY,
+    INCONSISTENCIES,
+    INCONSISTENCY_SCORE,
+    install_extensions,
+)
+from ..segment import Segmenter
+from .pairwise import DEFAULT_NLI_MODEL, ContradictionDetector, PairScores
+
+METHOD_PAIRWISE = "nli-pairwise"
+KIND_CONTRADICTION = "contradiction"
+
+
+class InconsistencyDetector(Pipe):
+    """Find where a Doc disagrees with itself.
+
+    Findings go to `doc._.inconsistencies` (each: `kind`, `units` with
+    character offsets, `score`, `method`), `doc._.has_inconsistency` is
+    True when there is at least one, and `doc._.inconsistency_score` is the
+    highest aggregated contradiction score of any compared pair (0.0 when
+    the Doc has fewer than two units), so it ranks Docs even below the
+    threshold. The contradicting pairs are also in `doc._.contradictions`.
+
+    nlp (Language): The pipeline.
+    name (str): The component name.
+    model (NLIBackend): The NLI backend.
+    segmenter (Segmenter): Used when the Doc has no units yet.
+    window, max_all_pairs, threshold, aggregation: as for `contradiction_detector`.
+    scorer (Optional[Callable]): The scoring method.
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = "inconsistency_detector",
+        *,
+        model: NLIBackend,
+        segmenter: Segmenter,
+        window: int = 4,
+        max_all_pairs: int = 100,
+        threshold: float = 0.5,
+        aggregation: str = "mean",
+        scorer: Optional[Callable] = None,
+    ) -> None:
+        install_extensions()
+        self.name = name
+        self.segmenter = segmenter
+        self.pairwise = ContradictionDetector(
+            nlp, f"{name}.pairwise", model=model, units_key=segmenter.units_key,
+            window=window, max_all_pairs=max_all_pairs, threshold=threshold,
+            aggregation=aggregation,
+        )
+        self.scorer = scorer
+
+    @property
+    def cfg(self) -> Dict[str, Any]:  # type: ignore[override]
+        return self.pairwise.cfg
+
+    @property
+    def model(self) -> NLIBackend:  # type: ignore[override]
+        return self.pairwise.model
+
+    def __call__(self, doc: Doc) -> Doc:
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 32) -> Iterator[Doc]:
+        for docs in minibatch(stream, size=batch_size):
+            self.set_annotations(docs, self.predict(docs))
+            yield from docs
+
+    def predict(self, docs: Iterable[Doc]) -> List[PairScores]:
+        docs = list(docs)
+        for doc in docs:
+            if self.segmenter.units_key not in doc.spans:
+                self.segmenter(doc)
+        return self.pairwise.predict(docs)
+
+    def set_annotations(self, docs: Iterable[Doc], scores: List[PairScores]) -> None:
+        for doc, doc_scores in zip(docs, scores):
+            contradictions = self.pairwise.findings(doc_scores)
+            setattr(doc._, CONTRADICTIONS, contradictions)
+            findings = [
+                {
+                    "kind": KIND_CONTRADICTION,
+                    "units": c["units"],
+                    "score": c["score"],
+                    "method": METHOD_PAIRWISE,
+                }
+                for c in contradictions
+            ]
+            setattr(doc._, INCONSISTENCIES, findings)
+            setattr(doc._, HAS_INCONSISTENCY, bool(findings))
+            setattr(doc._, INCONSISTENCY_SCORE, doc_scores.max_score)
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
+        self.pairwise.to_disk(path, exclude=exclude)
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "InconsistencyDetector":
+        self.pairwise.from_disk(path, exclude=exclude)
+        return self
+
+    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
+        return self.pairwise.to_bytes(exclude=exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "InconsistencyDetector":
+        self.pairwise.from_bytes(bytes_data, exclude=exclude)
+        return self
+
+
+@Language.factory(
+    "inconsistency_detector",
+    assigns=[
+        f"doc._.{INCONSISTENCIES}",
+        f"doc._.{HAS_INCONSISTENCY}",
+        f"doc._.{INCONSISTENCY_SCORE}",
+        f"doc._.{CONTRADICTIONS}",
+        "doc.spans",
+        "token.is_sent_start",
+    ],
+    default_config={
+        "model": DEFAULT_NLI_MODEL,
+        "segmenter": {"@misc": "spacy-inconsistency.Segmenter.v1"},
+        "window": 4,
+        "max_all_pairs": 100,
+        "threshold": 0.5,
+        "aggregation": "mean",
+        "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
+    },
+    default_score_weights={
+        "inconsistency_f": 1.0,
+        "inconsistency_acc": None,
+        "inconsistency_p": None,
+        "inconsistency_r": None,
+        "inconsistency_auc": None,
+    },
+)
+def make_inconsistency_detector(
+    nlp: Language,
+    name: str,
+    model: NLIBackend,
+    segmenter: Segmenter,
+    window: int,
+    max_all_pairs: int,
+    threshold: float,
+    aggregation: str,
+    scorer: Optional[Callable],
+) -> InconsistencyDetector:
+    """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
+    return InconsistencyDetector(
+        nlp, name, model=model, segmenter=segmenter, window=window,
+        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation, scorer=scorer,
+    )

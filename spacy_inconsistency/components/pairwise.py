@@ -1,0 +1,269 @@
+"""`contradiction_detector`: contradicting pairs of statement units within a Doc."""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span
+from spacy.util import minibatch
+from thinc.api import Config
+
+from ..backends.nli import CONTRADICTION, NLIBackend
+from ..errors import Errors
+from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
+
+DEFAULT_NLI_MODEL_CONFIG = """
+[model]
+@misc = "spacy-inconsistency.NLIBackend.v1"
+model = "default"
+device = "auto"
+max_batch_size = 64
+max_batch_tokens = 8192
+revision = null
+label_map = null
+truncation = "warn"
+local_files_only = false
+"""
+DEFAULT_NLI_MODEL = Config().from_str(DEFAULT_NLI_MODEL_CONFIG)["model"]
+
+def _mean(a: numpy.ndarray, b: numpy.ndarray) -> numpy.ndarray:
+    return (a + b) / 2.0
+
+
+AGGREGATIONS = {"mean": _mean, "max": numpy.maximum, "min": numpy.minimum}
+CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation")
+
+
+@dataclass
+class PairScores:
+    """The scored candidate pairs of one Doc.
+
+    units (List[Span]): The Doc's statement units.
+    pairs (numpy.ndarray): int, shape (k, 2): indices into `units`, i < j.
+    forward (numpy.ndarray): P(contradiction) with unit i as premise.
+    backward (numpy.ndarray): P(contradiction) with unit j as premise.
+    score (numpy.ndarray): The two directions aggregated.
+    """
+
+    units: List[Span]
+    pairs: numpy.ndarray
+    forward: numpy.ndarray
+    backward: numpy.ndarray
+    score: numpy.ndarray
+
+    @property
+    def max_score(self) -> float:
+        return float(self.score.max()) if len(self.score) else 0.0
+
+
+def doc_units(doc: Doc, units_key: str, component: str) -> List[Span]:
+    """The statement units of a Doc: `doc.spans[units_key]`, else its sentences."""
+    if units_key in doc.spans:
+        return list(doc.spans[units_key])
+    if len(doc) == 0:
+        return []
+    if doc.has_annotation("SENT_START"):
+        return [s for s in doc.sents if not all(t.is_space for t in s)]
+    raise ValueError(Errors.E007.format(key=units_key, component=component))
+
+
+def candidate_pairs(n_units: int, *, window: int, max_all_pairs: int) -> numpy.ndarray:
+    """Index pairs (i < j) of the units to compare.
+
+    All pairs when there are at most `max_all_pairs` of them; otherwise each
+    unit with the `window` units after it.
+
+    n_units (int): Number of units.
+    window (int): How many following units each unit is paired with.
+    max_all_pairs (int): Largest number of pairs for which all are compared.
+    RETURNS (numpy.ndarray): int64, shape (k, 2).
+    """
+    if n_units < 2:
+        return numpy.zeros((0, 2), dtype=numpy.int64)
+    if n_units * (n_units - 1) // 2 <= max_all_pairs:
+        i, j = numpy.triu_indices(n_units, k=1)
+    else:
+        offsets = numpy.arange(1, max(window, 1) + 1)
+        i = numpy.repeat(numpy.arange(n_units), len(offsets))
+        j = i + numpy.tile(offsets, n_units)
+        keep = j < n_units
+        i, j = i[keep], j[keep]
+    return numpy.stack([i, j], axis=1).astype(numpy.int64)
+
+
+def _has_content(span: Span) -> bool:
+    return any(ch.isalnum() for ch in span.text)
+
+
+class ContradictionDetector(Pipe):
+    """Find pairs of statement units that contradict each other.
+
+    Each candidate pair is scored by the NLI backend in both directions and
+    the two P(contradiction) are aggregated; pairs at or over `threshold`
+    are written to `doc._.contradictions`, highest score first. Units with
+    no letter or digit (e.g. "...") are not paired.
+
+    nlp (Language): The pipeline.
+    name (str): The component name.
+    model (NLIBackend): The NLI backend; it must have a contradiction label.
+    units_key (str): `doc.spans` key of the units (falls back to sentences).
+    window (int): Each unit is paired with this many following units.
+    max_all_pairs (int): When a Doc has at most this many unit pairs, all
+        pairs are compared.
+    threshold (float): Lowest aggregated score kept as a contradiction.
+    aggregation (str): "mean", "max" or "min" of the two directions.
+    scorer (Optional[Callable]): The scoring method.
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = "contradiction_detector",
+        *,
+        model: NLIBackend,
+        units_key: str = UNITS_KEY,
+        window: int = 4,
+        max_all_pairs: int = 100,
+        threshold: float = 0.5,
+        aggregation: str = "mean",
+        scorer: Optional[Callable] = None,
+    ) -> None:
+        install_extensions()
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1]", value=threshold))
+        if window < 1:
+            raise ValueError(Errors.E006.format(name="window", expected="at least 1", value=window))
+        if max_all_pairs < 0:
+            raise ValueError(Errors.E006.format(name="max_all_pairs", expected="0 or more", value=max_all_pairs))
+        if CONTRADICTION not in model.label_index:
+            raise ValueError(
+                Errors.E003.format(name=model.name, label=CONTRADICTION, labels=list(model.labels), component=name)
+            )
+        self.name = name
+        self.model = model
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "units_key": units_key,
+            "window": window,
+            "max_all_pairs": max_all_pairs,
+            "threshold": threshold,
+            "aggregation": aggregation,
+        }
+
+    def __call__(self, doc: Doc) -> Doc:
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 32) -> Iterator[Doc]:
+        for docs in minibatch(stream, size=batch_size):
+            self.set_annotations(docs, self.predict(docs))
+            yield from docs
+
+    def predict(self, docs: Iterable[Doc]) -> List[PairScores]:
+        """Score the candidate pairs of a batch of Docs in one backend call.
+
+        docs (Iterable[Doc]): The Docs.
+        RETURNS (List[PairScores]): One per Doc.
+        """
+        docs = list(docs)
+        per_doc = []
+        texts: List[Tuple[str, str]] = []
+        for doc in docs:
+            units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if _has_content(u)]
+            pairs = candidate_pairs(
+                len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"]
+            )
+            unit_texts = [u.text.strip() for u in units]
+            for i, j in pairs.tolist():
+                texts.append((unit_texts[i], unit_texts[j]))
+                texts.append((unit_texts[j], unit_texts[i]))
+            per_doc.append((units, pairs))
+        contradiction = self.model.predict(texts)[CONTRADICTION] if texts else numpy.zeros(0, dtype=numpy.float32)
+        aggregate = AGGREGATIONS[self.cfg["aggregation"]]
+        out = []
+        offset = 0
+        for units, pairs in per_doc:
+            k = len(pairs)
+            scores = contradiction[offset : offset + 2 * k]
+            offset += 2 * k
+            forward, backward = scores[0::2], scores[1::2]
+            out.append(PairScores(units, pairs, forward, backward, aggregate(forward, backward)))
+        return out
+
+    def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
+        """The pairs at or over the threshold, as plain dicts, highest score first."""
+        keep = numpy.flatnonzero(scores.score >= self.cfg["threshold"])
+        keep = keep[numpy.argsort(-scores.score[keep], kind="stable")]
+        found = []
+        for k in keep.tolist():
+            i, j = scores.pairs[k].tolist()
+            found.append(
+                {
+                    "units": [unit_record(scores.units[i]), unit_record(scores.units[j])],
+                    "score": float(scores.score[k]),
+                    "label": CONTRADICTION,
+                    "directions": [float(scores.forward[k]), float(scores.backward[k])],
+                }
+            )
+        return found
+
+    def set_annotations(self, docs: Iterable[Doc], scores: List[PairScores]) -> None:
+        for doc, doc_scores in zip(docs, scores):
+            setattr(doc._, CONTRADICTIONS, self.findings(doc_scores))
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(path / "cfg", self.cfg)
+
+    def from_disk(
+        self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()
+    ) -> "ContradictionDetector":
+        cfg = srsly.read_json(Path(path) / "cfg")
+        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
+        return self
+
+    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
+        return srsly.msgpack_dumps({"cfg": self.cfg})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ContradictionDetector":
+        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
+        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
+        return self
+
+
+@Language.factory(
+    "contradiction_detector",
+    assigns=[f"doc._.{CONTRADICTIONS}"],
+    default_config={
+        "model": DEFAULT_NLI_MODEL,
+        "units_key": UNITS_KEY,
+        "window": 4,
+        "max_all_pairs": 100,
+        "threshold": 0.5,
+        "aggregation": "mean",
+        "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
+    },
+    default_score_weights={"contradiction_f": 1.0, "contradiction_p": 0.0, "contradiction_r": 0.0},
+)
+def make_contradiction_detector(
+    nlp: Language,
+    name: str,
+    model: NLIBackend,
+    units_key: str,
+    window: int,
+    max_all_pairs: int,
+    threshold: float,
+    aggregation: str,
+    scorer: Optional[Callable],
+) -> ContradictionDetector:
+    """Create a `contradiction_detector` (see `ContradictionDetector`)."""
+    return ContradictionDetector(
+        nlp, name, model=model, units_key=units_key, window=window,
+        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation, scorer=scorer,
+    )

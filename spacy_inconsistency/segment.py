@@ -1,0 +1,295 @@
+"""`inconsistency_segmenter`: statement units without a trained model.
+
+Units are sentences, dialogue turns (``NAME: text``, the speaker kept as the
+span label), list items and lines. The rules look only at punctuation, line
+breaks and letter case, so they work for any language spaCy can tokenize.
+"""
+import re
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.util import registry
+
+from .errors import Errors
+from .extensions import UNITS_KEY
+
+TERMINALS = frozenset(".!?…。！？؟।॥።‼⁇⁈⁉")
+CLOSERS = frozenset("\"'”’»)]}」』›")
+# Lower-case name particles allowed inside a speaker name ("Ursula von der Leyen").
+NAME_PARTICLES = frozenset(
+    "van von der den de del della di da du la le bin al ibn y e".split()
+)
+SPEAKER_RE = re.compile(
+    r"[ \t]*(?P<speaker>[^\W\d_][\w'’.\-]*(?:[ \t]+[\w'’.\-]+){0,3})[ \t]*:[ \t]+(?=\S)"
+)
+BULLET_RE = re.compile(
+    r"[ \t]*(?:[-*•‣◦▪–—+]|\(?\d{1,3}[.)]|\(?[a-z][.)]|\([ivx]{1,4}\))[ \t]+(?=\S)"
+)
+MAX_SPEAKER_CHARS = 40
+SOFT_BREAKS = frozenset(",;:—–")
+
+
+def _is_speaker(name: str) -> bool:
+    if len(name) > MAX_SPEAKER_CHARS:
+        return False
+    for i, word in enumerate(name.split()):
+        first = word[0]
+        if first.islower() and not (i > 0 and word in NAME_PARTICLES):
+            return False
+    return True
+
+
+def _is_terminal(text: str) -> bool:
+    return bool(text) and all(ch in TERMINALS for ch in text)
+
+
+class Segmenter:
+    """Split a Doc into statement units.
+
+    name (str): The component name.
+    dialogue (bool): Read lines of the form ``NAME: text`` as dialogue turns.
+    min_turns (int): Dialogue turns are read only when at least this many
+        lines of the Doc look like turns, so that a lone "Note: ..." line
+        stays ordinary text.
+    list_items (bool): Read bullet and numbered lines as list items.
+    split_lines (bool): Treat every hard line break as a unit boundary.
+    max_unit_tokens (int): Units longer than this many tokens are cut into
+        consecutive pieces (at a comma or similar where possible, else at
+        the limit), so that no unit is too long for a pair model. Nothing is
+        dropped. 0 turns this off.
+    units_key (str): The `doc.spans` key to write.
+    """
+
+    def __init__(
+        self,
+        name: str = "inconsistency_segmenter",
+        *,
+        dialogue: bool = True,
+        min_turns: int = 2,
+        list_items: bool = True,
+        split_lines: bool = True,
+        max_unit_tokens: int = 128,
+        units_key: str = UNITS_KEY,
+    ) -> None:
+        if max_unit_tokens < 0:
+            raise ValueError(
+                Errors.E006.format(
+                    name="max_unit_tokens", expected="0 or more", value=max_unit_tokens
+                )
+            )
+        self.name = name
+        self.dialogue = dialogue
+        self.min_turns = min_turns
+        self.list_items = list_items
+        self.split_lines = split_lines
+        self.max_unit_tokens = max_unit_tokens
+        self.units_key = units_key
+
+    def __call__(self, doc: Doc) -> Doc:
+        units, sent_starts = self.segment(doc)
+        doc.spans[self.units_key] = SpanGroup(doc, name=self.units_key, spans=units)
+        # A parsed Doc refuses new sentence starts; its parse keeps its own.
+        if len(doc) and not doc.has_annotation("DEP"):
+            starts = set(sent_starts)
+            starts.add(0)
+            for token in doc:
+                token.is_sent_start = token.i in starts
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        for doc in stream:
+            yield self(doc)
+
+    def segment(self, doc: Doc) -> Tuple[List[Span], List[int]]:
+        """Find the units of a Doc.
+
+        doc (Doc): The Doc.
+        RETURNS (Tuple[List[Span], List[int]]): The unit spans (speaker as
+            label) and the token indices where sentences start.
+        """
+        lines = self._lines(doc)
+        use_turns = False
+        if self.dialogue:
+            n_turns = sum(1 for start, end in lines if self._speaker_prefix(doc, start, end))
+            use_turns = n_turns >= self.min_turns
+        units: List[Span] = []
+        sent_starts: List[int] = []
+        speaker = ""
+        for start, end in lines:
+            content_start = start
+            prefix = self._speaker_prefix(doc, start, end) if use_turns else None
+            if prefix is not None:
+                speaker, content_start = prefix
+            else:
+                if start > 0 and _blank_line_before(doc, start):
+                    speaker = ""
+                if self.list_items:
+                    content_start = self._bullet_end(doc, start, end)
+            if content_start >= end:
+                continue
+            first = True
+            for s, e in self._sentences(doc, content_start, end):
+                for ps, pe in self._pieces(doc, s, e):
+                    units.append(Span(doc, ps, pe, label=speaker if use_turns else ""))
+                    sent_starts.append(start if first else ps)
+                    first = False
+        if not self.split_lines:
+            units, sent_starts = self._merge_lines(doc, units, sent_starts)
+        return units, sent_starts
+
+    def _lines(self, doc: Doc) -> List[Tuple[int, int]]:
+        """Token ranges of the non-empty lines, whitespace tokens excluded."""
+        lines = []
+        start: Optional[int] = None
+        end = 0
+        for token in doc:
+            if token.is_space:
+                if "\n" in token.text and start is not None:
+                    lines.append((start, end))
+                    start = None
+                continue
+            if start is None:
+                start = token.i
+            end = token.i + 1
+        if start is not None:
+            lines.append((start, end))
+        return lines
+
+    def _speaker_prefix(self, doc: Doc, start: int, end: int) -> Optional[Tuple[str, int]]:
+        line = doc[start:end]
+        match = SPEAKER_RE.match(doc.text, line.start_char, line.end_char)
+        if match is None or not _is_speaker(match.group("speaker")):
+            return None
+        content = doc.char_span(match.end(), line.end_char, alignment_mode="expand")
+        if content is None or content.start <= start:
+            return None
+        return match.group("speaker"), content.start
+
+    def _bullet_end(self, doc: Doc, start: int, end: int) -> int:
+        line = doc[start:end]
+        match = BULLET_RE.match(doc.text, line.start_char, line.end_char)
+        if match is None:
+            return start
+        content = doc.char_span(match.end(), line.end_char, alignment_mode="expand")
+        if content is None or content.start <= start:
+            return start
+        return content.start
+
+    def _sentences(self, doc: Doc, start: int, end: int) -> Iterator[Tuple[int, int]]:
+        s = start
+        i = start
+        while i < end:
+            token = doc[i]
+            if _is_terminal(token.text):
+                j = i + 1
+                while j < end and (doc[j].text in CLOSERS or _is_terminal(doc[j].text)):
+                    j += 1
+                if j < end and not doc[j].text[0].islower():
+                    yield s, j
+                    s = j
+                i = j
+                continue
+            i += 1
+        if s < end:
+            yield s, end
+
+    def _pieces(self, doc: Doc, start: int, end: int) -> Iterator[Tuple[int, int]]:
+        limit = self.max_unit_tokens
+        while limit and end - start > limit:
+            cut = start + limit
+            for k in range(start + limit - 1, start + limit // 2, -1):
+                if doc[k].text in SOFT_BREAKS:
+                    cut = k + 1
+                    break
+            yield start, cut
+            start = cut
+        yield start, end
+
+    def _merge_lines(
+        self, doc: Doc, units: List[Span], sent_starts: List[int]
+    ) -> Tuple[List[Span], List[int]]:
+        """Join units across single line breaks when lines are not boundaries."""
+        merged: List[Span] = []
+        starts: List[int] = []
+        for unit, sent_start in zip(units, sent_starts):
+            if merged:
+                last = merged[-1]
+                between = doc[last.end : unit.start]
+                joinable = (
+                    between
+                    and all(t.is_space for t in between)
+                    and "\n\n" not in between.text.replace(" ", "")
+                    and not _is_terminal(last[-1].text)
+                    and unit.label_ == last.label_
+                    and (not self.max_unit_tokens or unit.end - last.start <= self.max_unit_tokens)
+                )
+                if joinable:
+                    merged[-1] = Span(doc, last.start, unit.end, label=last.label_)
+                    continue
+            merged.append(unit)
+            starts.append(sent_start)
+        return merged, starts
+
+
+def _blank_line_before(doc: Doc, start: int) -> bool:
+    i = start - 1
+    newlines = 0
+    while i >= 0 and doc[i].is_space:
+        newlines += doc[i].text.count("\n")
+        i -= 1
+    return newlines >= 2
+
+
+@Language.factory(
+    "inconsistency_segmenter",
+    assigns=["token.is_sent_start", "doc.spans"],
+    default_config={
+        "dialogue": True,
+        "min_turns": 2,
+        "list_items": True,
+        "split_lines": True,
+        "max_unit_tokens": 128,
+        "units_key": UNITS_KEY,
+    },
+)
+def make_segmenter(
+    nlp: Language,
+    name: str,
+    dialogue: bool,
+    min_turns: int,
+    list_items: bool,
+    split_lines: bool,
+    max_unit_tokens: int,
+    units_key: str,
+) -> Segmenter:
+    """Create an `inconsistency_segmenter` (see `Segmenter` for the settings)."""
+    return Segmenter(
+        name,
+        dialogue=dialogue,
+        min_turns=min_turns,
+        list_items=list_items,
+        split_lines=split_lines,
+        max_unit_tokens=max_unit_tokens,
+        units_key=units_key,
+    )
+
+
+@registry.misc("spacy-inconsistency.Segmenter.v1")
+def make_segmenter_settings(
+    dialogue: bool = True,
+    min_turns: int = 2,
+    list_items: bool = True,
+    split_lines: bool = True,
+    max_unit_tokens: int = 128,
+    units_key: str = UNITS_KEY,
+) -> Segmenter:
+    """A `Segmenter` for components that segment by themselves (`inconsistency_detector`)."""
+    return Segmenter(
+        dialogue=dialogue,
+        min_turns=min_turns,
+        list_items=list_items,
+        split_lines=split_lines,
+        max_unit_tokens=max_unit_tokens,
+        units_key=units_key,
+    )

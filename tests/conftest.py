@@ -1,0 +1,64 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+PARAGRAPH = (
+    "The committee approved the budget on Monday. The budget was rejected by the "
+    "committee. A man is playing a guitar on the street. Nobody is playing music. "
+    "The sky is blue and the sun is shining over the old harbour. It is raining "
+    "heavily in the city tonight. The minister said taxes will fall next year. "
+    "Taxes will rise next year, the minister said. Alice: I was at home all evening. "
+    "Bob: You were seen at the station. Dogs, cats and birds live in the garden."
+)
+
+
+def build_tiny_nli(path: Path, id2label, *, max_positions: int = 64, seed: int = 0) -> Path:
+    """A randomly initialised BERT NLI classifier with a WordPiece vocabulary
+    trained on one paragraph: real transformers code paths, no download."""
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator([PARAGRAPH], vocab_size=200, min_frequency=1)
+    tokenizer = BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, model_max_length=max_positions,
+                                  unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                                  cls_token="[CLS]", mask_token="[MASK]")
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=max_positions,
+        id2label={int(k): v for k, v in id2label.items()},
+        label2id={v: int(k) for k, v in id2label.items()},
+    )
+    model = BertForSequenceClassification(config)
+    # Random logits near zero would make every probability about 1/3; a larger
+    # classifier weight spreads them so that tests can tell pairs apart.
+    with torch.no_grad():
+        model.classifier.weight.mul_(20.0)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_nli(tmp_path_factory) -> str:
+    """Labels in an unusual order and casing, to check they are read by name."""
+    path = tmp_path_factory.mktemp("tiny-nli")
+    return str(build_tiny_nli(path, {0: "CONTRADICTION", 1: "Entailment", 2: "neutral"}))
+
+
+@pytest.fixture(scope="session")
+def tiny_binary_nli(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("tiny-binary-nli")
+    return str(build_tiny_nli(path, {0: "not_entailment", 1: "entailment"}))
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")

