@@ -7,6 +7,8 @@ breaks and letter case, so they work for any language spaCy can tokenize.
 import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
+import numpy
+from spacy.attrs import SENT_START
 from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
 from spacy.util import registry
@@ -91,10 +93,10 @@ class Segmenter:
         doc.spans[self.units_key] = SpanGroup(doc, name=self.units_key, spans=units)
         # A parsed Doc refuses new sentence starts; its parse keeps its own.
         if len(doc) and not doc.has_annotation("DEP"):
-            starts = set(sent_starts)
-            starts.add(0)
-            for token in doc:
-                token.is_sent_start = token.i in starts
+            # One array write: `token.is_sent_start = ...` rescans the Doc each time.
+            values = numpy.full((len(doc), 1), -1, dtype=numpy.int64)
+            values[[0, *sent_starts], 0] = 1
+            doc.from_array([SENT_START], values.view(numpy.uint64))
         return doc
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:

@@ -17,6 +17,20 @@ _CACHE: Dict[Tuple[Any, ...], Tuple[Any, Any]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    # A forked child (e.g. `nlp.pipe(n_process=2)`) inherits torch's OpenMP
+    # pool in a state it cannot use: its first parallel op hangs. One thread
+    # per worker process avoids the pool, and the workers share the cores anyway.
+    if _CACHE:
+        import torch
+
+        torch.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def embedded_model_path() -> Path:
     """The directory of the NLI model shipped inside the package.
 

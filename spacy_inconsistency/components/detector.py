@@ -55,7 +55,7 @@ class InconsistencyDetector(Pipe):
         window: int = 4,
         max_all_pairs: int = 100,
         threshold: float = 0.5,
-        aggregation: str = "mean",
+        aggregation: str = "min",
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -77,19 +77,24 @@ class InconsistencyDetector(Pipe):
         return self.pairwise.model
 
     def __call__(self, doc: Doc) -> Doc:
+        self.segment([doc])
         self.set_annotations([doc], self.predict([doc]))
         return doc
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 32) -> Iterator[Doc]:
         for docs in minibatch(stream, size=batch_size):
+            self.segment(docs)
             self.set_annotations(docs, self.predict(docs))
             yield from docs
 
-    def predict(self, docs: Iterable[Doc]) -> List[PairScores]:
-        docs = list(docs)
+    def segment(self, docs: Iterable[Doc]) -> None:
+        """Write statement units to the Docs that have none yet."""
         for doc in docs:
             if self.segmenter.units_key not in doc.spans:
                 self.segmenter(doc)
+
+    def predict(self, docs: Iterable[Doc]) -> List[PairScores]:
+        """Score the candidate unit pairs of segmented Docs (see `segment`)."""
         return self.pairwise.predict(docs)
 
     def set_annotations(self, docs: Iterable[Doc], scores: List[PairScores]) -> None:
@@ -140,7 +145,7 @@ class InconsistencyDetector(Pipe):
         "window": 4,
         "max_all_pairs": 100,
         "threshold": 0.5,
-        "aggregation": "mean",
+        "aggregation": "min",
         "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
     },
     default_score_weights={

@@ -1,4 +1,5 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -114,7 +115,9 @@ class ContradictionDetector(Pipe):
     max_all_pairs (int): When a Doc has at most this many unit pairs, all
         pairs are compared.
     threshold (float): Lowest aggregated score kept as a contradiction.
-    aggregation (str): "mean", "max" or "min" of the two directions.
+    aggregation (str): How the two directions combine: "min" (both must
+        say contradiction; contradiction is symmetric, while one-directional
+        false alarms are common), "mean" or "max".
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -128,7 +131,7 @@ class ContradictionDetector(Pipe):
         window: int = 4,
         max_all_pairs: int = 100,
         threshold: float = 0.5,
-        aggregation: str = "mean",
+        aggregation: str = "min",
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -219,12 +222,13 @@ class ContradictionDetector(Pipe):
     def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / "cfg", self.cfg)
+        # The stdlib writes floats exactly (0.3 stays 0.3).
+        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
 
     def from_disk(
         self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()
     ) -> "ContradictionDetector":
-        cfg = srsly.read_json(Path(path) / "cfg")
+        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
         self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
         return self
 
@@ -246,7 +250,7 @@ class ContradictionDetector(Pipe):
         "window": 4,
         "max_all_pairs": 100,
         "threshold": 0.5,
-        "aggregation": "mean",
+        "aggregation": "min",
         "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
     },
     default_score_weights={"contradiction_f": 1.0, "contradiction_p": 0.0, "contradiction_r": 0.0},

@@ -1,0 +1,85 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_inconsistency.cli import app, detect
+
+from conftest import ROOT
+
+runner = CliRunner()
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_detect_jsonl_reports_bad_lines_and_goes_on(tiny_nli, tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_bytes(
+        b'{"id": "a", "text": "The vote passed. The vote failed."}\n'
+        b'{"text": "broken json\n'
+        b'\n'
+        b'["not", "an", "object"]\n'
+        b'{"body": "no text field"}\n'
+        b'{"text": "", "source_url": "x"}\n'
+        b'{"text": "Caf\xe9 au lait. It is cold."}\n'
+    )
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli,
+                                 "--device", "cpu", "--threshold", "0", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    assert [r.get("line") for r in rows] == [1, 2, 4, 5, 6, 7]
+    assert rows[0]["id"] == "a" and rows[0]["n_units"] == 2 and len(rows[0]["inconsistencies"]) == 1
+    assert "malformed JSON" in rows[1]["error"]
+    assert "JSON object" in rows[2]["error"]
+    assert "'text'" in rows[3]["error"]
+    assert rows[4]["n_units"] == 0 and rows[4]["has_inconsistency"] is False
+    assert rows[4]["inconsistency_score"] == 0.0 and rows[4]["meta"] == {"source_url": "x"}
+    assert rows[5]["warnings"] == ["1 invalid UTF-8 byte sequence(s) replaced with U+FFFD"]
+    assert "\ufffd" in rows[5]["inconsistencies"][0]["units"][0]["text"]
+    assert f"{data}:2: malformed JSON" in result.output
+    assert "2 documents" not in result.output and "3 unreadable" in result.output
+
+
+def test_detect_text_files_with_bad_bytes(tiny_nli, tmp_path):
+    good = tmp_path / "a.txt"
+    good.write_text("ALICE: I was home.\nBOB: You were out.\n", encoding="utf-8")
+    bad = tmp_path / "b.txt"
+    bad.write_bytes(b"The price is 5\xff\xfe euros. The price is ten euros.")
+    counts = detect([good, bad], output=tmp_path / "o.jsonl", progress=False,
+                    model=tiny_nli, device="cpu", threshold=0.0)
+    assert counts == {"documents": 2, "errors": 0, "inconsistent": 2}
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert rows[0]["inconsistencies"][0]["units"][0]["speaker"] == "ALICE"
+    assert rows[1]["warnings"][0].startswith("2 invalid UTF-8")
+
+
+def test_large_document_is_processed_whole(tiny_nli, tmp_path):
+    sentence = "The council met on Monday and discussed the new budget for the harbour. "
+    big = tmp_path / "big.txt"
+    big.write_text(sentence * (1_048_576 // len(sentence) + 1), encoding="utf-8")
+    assert big.stat().st_size > 1_048_576
+    counts = detect([big], output=tmp_path / "o.jsonl", progress=False, model=tiny_nli,
+                    device="cpu", threshold=0.99, window=1)
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert counts["documents"] == 1
+    assert rows[0]["n_units"] == big.read_text().count(". ")
+    too_small = detect([big], output=tmp_path / "o2.jsonl", progress=False, model=tiny_nli,
+                       device="cpu", max_chars=1000)
+    assert too_small["errors"] == 1
+    assert "longer than the limit" in read_jsonl(tmp_path / "o2.jsonl")[0]["error"]
+
+
+def test_missing_input_file(tmp_path):
+    result = runner.invoke(app, ["detect", str(tmp_path / "nope.txt")])
+    assert result.exit_code != 0
+
+
+def test_module_entry_point_help():
+    proc = subprocess.run([sys.executable, "-m", "spacy_inconsistency", "detect", "--help"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and "--threshold" in proc.stdout

@@ -1,0 +1,127 @@
+import json
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_inconsistency import finding_spans
+from spacy_inconsistency.backends import embedded_model_path
+from spacy_inconsistency.scoring import score_inconsistency
+from spacy.training import Example
+
+CONTRADICTORY = [
+    ("The meeting was held on Monday. The weather was sunny. The meeting was not held on Monday.",
+     ("The meeting was held on Monday.", "The meeting was not held on Monday.")),
+    ("The company's profits increased last year. It employs 300 people. The company's profits decreased last year.",
+     ("The company's profits increased last year.", "The company's profits decreased last year.")),
+    ("The museum is open on Sundays. Entry is free for children. The museum is closed on Sundays.",
+     ("The museum is open on Sundays.", "The museum is closed on Sundays.")),
+    ("MAYOR: The bridge is finished.\nREPORTER: When did it open?\nMAYOR: The bridge is not finished.",
+     ("The bridge is finished.", "The bridge is not finished.")),
+]
+CONSISTENT = [
+    "The museum opens at nine. Tickets cost ten euros. Children enter for free.",
+    "The team won the match on Saturday. The fans celebrated in the streets. The coach thanked the players.",
+    "A dog is running in the park. The dog is brown. Its owner is watching from a bench.",
+    "The minister presented the budget. It includes more money for schools. Parliament will vote next week.",
+]
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_detector", config={"model": {"device": "cpu"}})
+    return nlp
+
+
+def test_embedded_model_is_shipped():
+    path = embedded_model_path()
+    assert (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+    size = sum(f.stat().st_size for f in path.iterdir())
+    assert size <= 60 * 1024 * 1024
+
+
+@pytest.mark.parametrize("text,pair", CONTRADICTORY, ids=[t[:30] for t, _ in CONTRADICTORY])
+def test_finds_clear_contradictions(nlp, text, pair):
+    doc = nlp(text)
+    assert doc._.has_inconsistency
+    top = doc._.inconsistencies[0]
+    assert top["kind"] == "contradiction" and top["method"] == "nli-pairwise"
+    assert {u["text"] for u in top["units"]} == set(pair)
+    assert doc._.inconsistency_score == pytest.approx(top["score"])
+    assert [s.text for s in finding_spans(doc, top)] == [u["text"] for u in top["units"]]
+
+
+@pytest.mark.parametrize("text", CONSISTENT, ids=[t[:30] for t in CONSISTENT])
+def test_consistent_documents_pass(nlp, text):
+    doc = nlp(text)
+    assert not doc._.has_inconsistency
+    assert doc._.inconsistencies == [] and doc._.contradictions == []
+
+
+def test_scores_rank_documents(nlp):
+    bad = [nlp(t)._.inconsistency_score for t, _ in CONTRADICTORY]
+    good = [nlp(t)._.inconsistency_score for t in CONSISTENT]
+    assert min(bad) > max(good)
+    examples = []
+    for text, gold in [(t, True) for t, _ in CONTRADICTORY] + [(t, False) for t in CONSISTENT]:
+        reference = nlp.make_doc(text)
+        reference._.has_inconsistency = gold
+        examples.append(Example(nlp(text), reference))
+    scores = score_inconsistency(examples)
+    assert scores["inconsistency_auc"] == 1.0 and scores["inconsistency_acc"] == 1.0
+
+
+def test_speaker_is_kept(nlp):
+    doc = nlp(CONTRADICTORY[3][0])
+    assert [u["speaker"] for u in doc._.inconsistencies[0]["units"]] == ["MAYOR", "MAYOR"]
+
+
+@pytest.mark.parametrize("text", ["", " ", "Word", "Just one statement here."])
+def test_empty_and_short_docs(nlp, text):
+    doc = nlp(text)
+    assert doc._.has_inconsistency is False
+    assert doc._.inconsistency_score == 0.0 and doc._.inconsistencies == []
+
+
+def test_unprocessed_doc_is_none(nlp):
+    doc = nlp.make_doc("Not processed.")
+    assert doc._.has_inconsistency is None and doc._.inconsistencies is None
+
+
+def test_uses_existing_units(tiny_nli):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter", config={"max_unit_tokens": 3})
+    nlp.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, "threshold": 0.0})
+    doc = nlp("one two three four five six.")
+    assert [u.text for u in doc.spans["inconsistency_units"]] == ["one two three", "four five six", "."]
+    assert len(doc._.inconsistencies) == 1
+
+
+TEXTS = [t for t, _ in CONTRADICTORY] + CONSISTENT + ["", "x"]
+
+
+def test_pipe_equals_call_and_n_process(nlp):
+    expected = [nlp(t) for t in TEXTS]
+    for docs in (list(nlp.pipe(TEXTS, batch_size=4)), list(nlp.pipe(TEXTS, batch_size=2, n_process=2))):
+        for doc, ref in zip(docs, expected):
+            assert doc._.has_inconsistency == ref._.has_inconsistency
+            assert doc._.inconsistency_score == pytest.approx(ref._.inconsistency_score, abs=1e-5)
+            assert [f["units"] for f in doc._.inconsistencies] == [f["units"] for f in ref._.inconsistencies]
+
+
+def test_to_disk_from_disk_and_docbin(tiny_nli, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"},
+                                                   "threshold": 0.3, "window": 2, "aggregation": "max"})
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("inconsistency_detector").cfg == nlp.get_pipe("inconsistency_detector").cfg
+    text = CONTRADICTORY[0][0]
+    assert loaded(text)._.inconsistencies == nlp(text)._.inconsistencies
+    doc = nlp(text)
+    (back,) = DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab)
+    assert json.loads(json.dumps(back._.inconsistencies)) == doc._.inconsistencies
+    assert back._.inconsistency_score == doc._.inconsistency_score
+    assert [u.text for u in back.spans["inconsistency_units"]] == [u.text for u in doc.spans["inconsistency_units"]]

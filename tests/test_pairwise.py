@@ -1,0 +1,128 @@
+import json
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_inconsistency.backends.nli import NLIBackend
+from spacy_inconsistency.components.pairwise import candidate_pairs
+
+TEXT = (
+    "The committee approved the budget on Monday. The budget was rejected by the committee. "
+    "A man is playing a guitar on the street. Nobody is playing music.\n..."
+)
+
+
+def make_nlp(model_path, **config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter")
+    nlp.add_pipe("contradiction_detector", config={"model": {"model": model_path, "device": "cpu"}, **config})
+    return nlp
+
+
+def test_candidate_pairs_all_or_window():
+    assert candidate_pairs(5, window=2, max_all_pairs=10).tolist() == [
+        [0, 1], [0, 2], [0, 3], [0, 4], [1, 2], [1, 3], [1, 4], [2, 3], [2, 4], [3, 4]
+    ]
+    pairs = candidate_pairs(20, window=3, max_all_pairs=10)
+    assert len(pairs) == 3 * 17 + 2 + 1
+    assert set(map(tuple, pairs.tolist())) == {(i, j) for i in range(20) for j in range(i + 1, min(i + 4, 20))}
+    assert candidate_pairs(1, window=3, max_all_pairs=10).shape == (0, 2)
+    assert candidate_pairs(0, window=3, max_all_pairs=10).shape == (0, 2)
+
+
+def test_scores_are_both_directions_aggregated(tiny_nli):
+    nlp = make_nlp(tiny_nli, threshold=0.0, aggregation="mean")
+    doc = nlp(TEXT)
+    units = [u.text for u in doc.spans["inconsistency_units"]]
+    assert units[-1] == "..."  # has no letters: never paired
+    found = doc._.contradictions
+    assert len(found) == 6  # all pairs of the 4 units with content
+    backend = NLIBackend(tiny_nli, device="cpu")
+    for item in found:
+        a, b = item["units"]
+        assert doc.text[a["start_char"]:a["end_char"]] == a["text"]
+        assert doc.text[b["start_char"]:b["end_char"]] == b["text"]
+        forward, backward = backend.predict([(a["text"], b["text"]), (b["text"], a["text"])])["contradiction"]
+        assert item["directions"] == pytest.approx([forward, backward], abs=1e-5)
+        assert item["score"] == pytest.approx((forward + backward) / 2, abs=1e-5)
+        assert item["label"] == "contradiction"
+    assert [f["score"] for f in found] == sorted((f["score"] for f in found), reverse=True)
+
+
+def test_threshold_and_aggregation(tiny_nli):
+    assert make_nlp(tiny_nli, threshold=1.0)(TEXT)._.contradictions == []
+    mean = {tuple(u["start_char"] for u in f["units"]): f["score"] for f in make_nlp(tiny_nli, threshold=0.0, aggregation="mean")(TEXT)._.contradictions}
+    low = {tuple(u["start_char"] for u in f["units"]): f for f in make_nlp(tiny_nli, threshold=0.0)(TEXT)._.contradictions}
+    for key, f in low.items():  # the default: both directions must say contradiction
+        assert f["score"] == pytest.approx(min(f["directions"]))
+        assert f["score"] <= mean[key] + 1e-7
+    high = {tuple(u["start_char"] for u in f["units"]): f for f in make_nlp(tiny_nli, threshold=0.0, aggregation="max")(TEXT)._.contradictions}
+    assert mean.keys() == high.keys()
+    for key, f in high.items():
+        assert f["score"] == pytest.approx(max(f["directions"]))
+        assert f["score"] >= mean[key] - 1e-7
+    with pytest.raises(ValueError, match="E008"):
+        make_nlp(tiny_nli, aggregation="median")
+    with pytest.raises(ValueError, match="threshold"):
+        make_nlp(tiny_nli, threshold=1.5)
+
+
+def test_window_limits_pairs(tiny_nli):
+    text = " ".join(f"Statement number {i} is here." for i in range(12))
+    doc = make_nlp(tiny_nli, threshold=0.0, window=2, max_all_pairs=10)(text)
+    distances = {abs(a["start_char"] - b["start_char"]) for a, b in (f["units"] for f in doc._.contradictions)}
+    assert len(doc._.contradictions) == 11 + 10
+    assert max(distances) < 3 * len("Statement number 10 is here. ")
+
+
+def test_needs_units_or_sentences(tiny_nli):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("contradiction_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, "threshold": 0.0})
+    with pytest.raises(ValueError, match="E007"):
+        nlp("One thing. Another thing.")
+    nlp.add_pipe("sentencizer", first=True)
+    assert len(nlp("One thing. Another thing.")._.contradictions) == 1
+
+
+def test_two_label_model_is_refused(tiny_binary_nli):
+    with pytest.raises(ValueError, match=r"E003.*contradiction"):
+        make_nlp(tiny_binary_nli)
+
+
+@pytest.mark.parametrize("text", ["", "word", "Only one sentence here."])
+def test_empty_and_short_docs(tiny_nli, text):
+    assert make_nlp(tiny_nli, threshold=0.0)(text)._.contradictions == []
+
+
+TEXTS = [TEXT, "", "Alice: I was home.\nBob: You were out.", "It rains. It does not rain. The sun shines."]
+
+
+def test_pipe_equals_call_and_n_process(tiny_nli):
+    nlp = make_nlp(tiny_nli, threshold=0.0)
+    expected = [nlp(t)._.contradictions for t in TEXTS]
+    # Batches pad shorter pairs, which moves float32 results by about 1e-7.
+    for got in (
+        [d._.contradictions for d in nlp.pipe(TEXTS, batch_size=3)],
+        [d._.contradictions for d in nlp.pipe(TEXTS, batch_size=1, n_process=2)],
+    ):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert [x["units"] for x in g] == [x["units"] for x in e]
+            numpy.testing.assert_allclose([x["score"] for x in g], [x["score"] for x in e], atol=1e-5)
+
+
+def test_to_disk_from_disk_and_docbin(tiny_nli, tmp_path):
+    nlp = make_nlp(tiny_nli, threshold=0.3, window=2)
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("contradiction_detector").cfg == nlp.get_pipe("contradiction_detector").cfg
+    assert loaded(TEXT)._.contradictions == nlp(TEXT)._.contradictions
+    doc = nlp(TEXT)
+    (back,) = DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab)
+    # DocBin's msgpack gives sequences back as tuples; the values are the same.
+    assert json.loads(json.dumps(back._.contradictions)) == doc._.contradictions
+    assert nlp.get_pipe("contradiction_detector").from_bytes(
+        loaded.get_pipe("contradiction_detector").to_bytes()
+    ).cfg["threshold"] == 0.3
