@@ -1,0 +1,128 @@
+#!/usr/bin/env python
+"""Evaluate an NLI cross-encoder directory on the held-out pairs, per source.
+
+3-way sources: 3-way accuracy (plus entailment-vs-not accuracy); binary sources
+(DocNLI FEVER / MNLI, CANNOT): accuracy of "argmax == entailment" vs. not_entailment.
+
+With ``--compare-fp16`` the same model is also evaluated with its weights rounded to
+fp16 and cast back to fp32 (what the packaged model + an fp32 CPU loader computes), and
+the per-source difference is reported. A model directory stored in fp16 is always
+loaded as fp32.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_nli import LABEL2ID, binary_rows_fix, encode, log, read_jsonl  # noqa: E402
+
+
+@torch.no_grad()
+def predict(model, ids, tts, pad_id, max_tokens=8192):
+    """Argmax predictions and probabilities; batches by token budget, sorted by length."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    preds = [None] * len(ids)
+    probs = [None] * len(ids)
+    s = 0
+    while s < len(order):
+        L = len(ids[order[min(len(order) - 1, s)]])
+        n = 1
+        while s + n < len(order) and len(ids[order[s + n]]) * (n + 1) <= max_tokens and n < 128:
+            n += 1
+        idx = order[s:s + n]
+        L = max(len(ids[i]) for i in idx)
+        a = torch.full((n, L), pad_id, dtype=torch.long)
+        b = torch.zeros((n, L), dtype=torch.long)
+        c = torch.zeros((n, L), dtype=torch.long)
+        for j, i in enumerate(idx):
+            k = len(ids[i])
+            a[j, :k] = torch.tensor(ids[i]); b[j, :k] = torch.tensor(tts[i]); c[j, :k] = 1
+        p = model(input_ids=a, token_type_ids=b, attention_mask=c).logits.float().softmax(-1)
+        for j, i in enumerate(idx):
+            preds[i] = int(p[j].argmax()); probs[i] = p[j].tolist()
+        s += n
+    return preds, probs
+
+
+def score(rows, preds, binary_sources):
+    c3, cb, n = defaultdict(int), defaultdict(int), defaultdict(int)
+    for r, p in zip(rows, preds):
+        s = r["source"]
+        n[s] += 1
+        gold_ent = r["label"] == "entailment"
+        cb[s] += (p == 0) == gold_ent
+        if s not in binary_sources:
+            c3[s] += p == LABEL2ID[r["label"]]
+    out = {}
+    for s in sorted(n):
+        if s in binary_sources:
+            out[s] = {"task": "binary", "n": n[s], "accuracy": round(100 * cb[s] / n[s], 2)}
+        else:
+            out[s] = {"task": "3-way", "n": n[s], "accuracy": round(100 * c3[s] / n[s], 2),
+                      "accuracy_entail_vs_not": round(100 * cb[s] / n[s], 2)}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=str(REPO_ROOT / "training/nli-minilm-l6"))
+    ap.add_argument("--heldout", default=str(REPO_ROOT / "assets/nli/heldout.jsonl"))
+    ap.add_argument("--output", default=str(REPO_ROOT / "training/nli-minilm-l6-eval.json"))
+    ap.add_argument("--max-length", type=int, default=128)
+    ap.add_argument("--limit-per-source", type=int, default=0, help="0 = all held-out rows")
+    ap.add_argument("--compare-fp16", action="store_true")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    t0 = time.time()
+    tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForSequenceClassification.from_pretrained(args.model, torch_dtype=torch.float32)
+    model.eval()
+    assert model.config.id2label[0] == "entailment", model.config.id2label
+    rows = read_jsonl(args.heldout)
+    if args.limit_per_source:
+        seen = defaultdict(int)
+        keep = []
+        for r in rows:
+            if seen[r["source"]] < args.limit_per_source:
+                keep.append(r); seen[r["source"]] += 1
+        rows = keep
+    binary_sources = binary_rows_fix(rows)
+    ids, tts = encode(tok, rows, args.max_length)
+    result = {"model": str(args.model), "heldout": str(args.heldout), "max_length": args.max_length,
+              "rows": len(rows), "binary_sources": sorted(binary_sources)}
+    preds32, probs32 = predict(model, ids, tts, tok.pad_token_id)
+    result["fp32"] = score(rows, preds32, binary_sources)
+    log(f"fp32: { {s: v['accuracy'] for s, v in result['fp32'].items()} } ({time.time() - t0:.0f}s)")
+    if args.compare_fp16:
+        model = model.half().float()
+        preds16, probs16 = predict(model, ids, tts, tok.pad_token_id)
+        result["fp16"] = score(rows, preds16, binary_sources)
+        result["fp16_minus_fp32"] = {
+            s: round(result["fp16"][s]["accuracy"] - result["fp32"][s]["accuracy"], 2)
+            for s in result["fp32"]}
+        result["fp16_prediction_agreement"] = round(
+            sum(a == b for a, b in zip(preds32, preds16)) / len(rows), 5)
+        result["fp16_max_abs_prob_diff"] = round(max(
+            max(abs(x - y) for x, y in zip(p, q)) for p, q in zip(probs32, probs16)), 6)
+        log(f"fp16: { {s: v['accuracy'] for s, v in result['fp16'].items()} }; "
+            f"agreement {result['fp16_prediction_agreement']}")
+    result["eval_wall_s"] = round(time.time() - t0, 1)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
+    log(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
