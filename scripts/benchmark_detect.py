@@ -1,0 +1,87 @@
+"""Documents per second of `inconsistency_detector` on news-length documents (CPU).
+
+The corpus is real text from ../shared/data: every distinct source article of
+the TRUE datasets (CNN/DailyMail and XSum news, 488 articles), topped up with
+ConTRoL passages of at least 150 words to reach --n-docs. Prints one line
+per setting and the n_process=2 / single-process ratio from the same run.
+
+    python scripts/benchmark_detect.py --n-docs 1000
+"""
+import csv
+import json
+import time
+import zipfile
+from pathlib import Path
+from typing import List
+
+import typer
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def load_corpus(data_dir: Path, n_docs: int) -> List[str]:
+    docs: List[str] = []
+    seen = set()
+    for name in ("frank", "summeval", "qags_xsum"):
+        with (data_dir / "true" / f"{name}.csv").open(encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                text = row["grounding"]
+                if text not in seen:
+                    seen.add(text)
+                    docs.append(text)
+    with zipfile.ZipFile(data_dir / "nli" / "control.zip") as z:
+        for member in ("control/val.jsonl", "control/train.jsonl"):
+            for line in z.open(member):
+                text = json.loads(line)["premise"]
+                if len(text.split()) >= 150 and text not in seen:
+                    seen.add(text)
+                    docs.append(text)
+    if len(docs) < n_docs:
+        raise SystemExit(f"only {len(docs)} documents available, asked for {n_docs}")
+    return docs[:n_docs]
+
+
+def main(
+    n_docs: int = typer.Option(1000, help="Number of documents."),
+    data_dir: Path = typer.Option(DEFAULT_DATA, help="The shared data folder."),
+    batch_size: int = typer.Option(16, help="nlp.pipe batch size."),
+    processes: str = typer.Option("1,2", help="Comma-separated n_process values to run."),
+    output: Path = typer.Option(None, help="Write the figures as JSON here."),
+) -> None:
+    from spacy_inconsistency.cli import build_pipeline
+    from spacy_inconsistency.components.pairwise import candidate_pairs
+
+    texts = load_corpus(data_dir, n_docs)
+    words = sum(len(t.split()) for t in texts)
+    typer.echo(f"{len(texts)} documents, {words / len(texts):.0f} words on average", err=True)
+    nlp = build_pipeline(lang="en", device="cpu")
+    detector = nlp.get_pipe("inconsistency_detector")
+    results = {"n_docs": len(texts), "mean_words": words / len(texts), "runs": []}
+    for n_process in (int(p) for p in processes.split(",")):
+        start = time.perf_counter()
+        n_pairs = 0
+        flagged = 0
+        for doc in nlp.pipe(texts, batch_size=batch_size, n_process=n_process):
+            units = sum(1 for u in doc.spans["inconsistency_units"] if any(c.isalnum() for c in u.text))
+            n_pairs += len(candidate_pairs(units, window=detector.cfg["window"],
+                                           max_all_pairs=detector.cfg["max_all_pairs"]))
+            flagged += int(doc._.has_inconsistency)
+        seconds = time.perf_counter() - start
+        run = {"n_process": n_process, "seconds": seconds, "docs_per_s": len(texts) / seconds,
+               "pairs": n_pairs, "nli_calls_per_s": 2 * n_pairs / seconds, "flagged": flagged}
+        results["runs"].append(run)
+        typer.echo(f"n_process={n_process}: {len(texts)} docs in {seconds:.1f} s = "
+                   f"{run['docs_per_s']:.2f} docs/s, {run['nli_calls_per_s']:.0f} NLI pairs/s "
+                   f"({n_pairs} unit pairs, {flagged} docs flagged)")
+    if len(results["runs"]) > 1:
+        base = results["runs"][0]["docs_per_s"]
+        for run in results["runs"][1:]:
+            typer.echo(f"ratio n_process={run['n_process']} / n_process={results['runs'][0]['n_process']}: "
+                       f"{run['docs_per_s'] / base:.2f}x")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    typer.run(main)
