@@ -381,11 +381,9 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
                  f"Reached: SNLI {acc['snli']:.2f} ({'met' if acc['snli'] >= 80 else 'just missed' if acc['snli'] >= 79 else 'missed'}), "
                  f"TaxiNLI {acc['taxinli']:.2f} ({'met' if acc['taxinli'] >= 65 else 'missed'}). "
                  "Each held-out set has ~1,000 pairs (95% interval about +/- 2.5 points).")
-    L.append("- Lexical overlap bias typical of small NLI models: a spot check gave \"We will cut taxes "
-             "for the middle class.\" / \"We will raise taxes on the middle class.\" P(entailment) = 0.90 "
-             "(a contradiction), while \"A man is playing a guitar on stage.\" / \"Nobody is playing an "
-             "instrument.\" gets P(contradiction) = 0.99. Verb antonyms in otherwise identical sentences "
-             "can be missed.")
+    L.append("- Antonyms in otherwise identical sentences are often missed in one direction "
+             "(see the spot checks below); the pairwise detector, which by default needs both "
+             "directions, then misses the contradiction.")
     L.append("- English only; uncased vocabulary.")
     L.append(f"\n`model.safetensors` sha256: `{digest}`.\n")
     return "\n".join(L)
@@ -420,6 +418,29 @@ def build_metrics(info, ev, stats, dtype, drops, digest, train_cmd, extra=(), st
         metrics["heldout_accuracy_other_max_length"] = {
             str(e.get("max_length")): {s: v["accuracy"] for s, v in e["fp32"].items()} for e in extra}
     return metrics
+
+
+SPOT_PAIRS = [
+    ("The meeting was held on Monday.", "The meeting was not held on Monday."),
+    ("The museum is open on Sundays.", "The museum is closed on Sundays."),
+    ("The home team won the final.", "The home team lost the final."),
+    ("We will cut taxes for the middle class.", "We will raise taxes on the middle class."),
+    ("No one was injured in the storm.", "Two people were seriously injured in the storm."),
+    ("The area around the bank has been cordoned off by police.", "The car has since been found in Scott Street."),
+]
+
+
+def spot_checks(tok, model):
+    """A table of the shipped model's probabilities on a few hand-written pairs, both directions."""
+    lines = ["\n## Spot checks (shipped weights, computed when packaging)\n",
+             "| premise | hypothesis | P(entailment) | P(contradiction) |", "|---|---|---|---|"]
+    for a, b in SPOT_PAIRS:
+        for p, h in ((a, b), (b, a)):
+            enc = tok(p, h, return_tensors="pt")
+            with torch.no_grad():
+                probs = model(**enc).logits.softmax(-1)[0]
+            lines.append(f"| {p} | {h} | {float(probs[0]):.2f} | {float(probs[2]):.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
@@ -519,6 +540,7 @@ def main(argv=None):
                       args.max_fp16_drop, stage1_info=stage1_info, docpairs_eval=docpairs_eval,
                       docpairs_stats=docpairs_stats, model_name=args.model, stage1_name=args.stage1,
                       package_cmd=package_cmd)
+    card += spot_checks(tok2, m2)
     (out / "README.md").write_text(card, encoding="utf8")
     size_b = dir_size(out)
     log(f"packaged {out}: {size_b / 1e6:.1f} MB, files {sorted(p.name for p in out.iterdir())}")
