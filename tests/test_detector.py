@@ -125,3 +125,18 @@ def test_to_disk_from_disk_and_docbin(tiny_nli, tmp_path):
     assert json.loads(json.dumps(back._.inconsistencies)) == doc._.inconsistencies
     assert back._.inconsistency_score == doc._.inconsistency_score
     assert [u.text for u in back.spans["inconsistency_units"]] == [u.text for u in doc.spans["inconsistency_units"]]
+
+
+def test_shipped_config_assembles(tiny_nli):
+    from spacy.util import load_config, load_model_from_config
+
+    from conftest import ROOT
+
+    config = load_config(ROOT / "configs" / "detector.cfg")
+    assert config["components"]["inconsistency_detector"]["model"]["model"] == "default"
+    config["components"]["inconsistency_detector"]["model"]["model"] = tiny_nli
+    nlp = load_model_from_config(config, auto_fill=True)
+    assert nlp.pipe_names == ["inconsistency_segmenter", "inconsistency_detector"]
+    doc = nlp("ALICE: It rains.\nBOB: It does not rain.")
+    assert [u.label_ for u in doc.spans["inconsistency_units"]] == ["ALICE", "BOB"]
+    assert doc._.inconsistency_score > 0.0
