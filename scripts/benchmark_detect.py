@@ -49,7 +49,7 @@ def main(
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
 ) -> None:
     from spacy_inconsistency.cli import build_pipeline
-    from spacy_inconsistency.components.pairwise import candidate_pairs
+    from spacy_inconsistency.components.pairwise import candidate_pairs, has_content
 
     texts = load_corpus(data_dir, n_docs)
     words = sum(len(t.split()) for t in texts)
@@ -62,7 +62,7 @@ def main(
         n_pairs = 0
         flagged = 0
         for doc in nlp.pipe(texts, batch_size=batch_size, n_process=n_process):
-            units = sum(1 for u in doc.spans["inconsistency_units"] if any(c.isalnum() for c in u.text))
+            units = sum(1 for u in doc.spans["inconsistency_units"] if has_content(u))
             n_pairs += len(candidate_pairs(units, window=detector.cfg["window"],
                                            max_all_pairs=detector.cfg["max_all_pairs"]))
             flagged += int(doc._.has_inconsistency)

@@ -20,7 +20,7 @@ import numpy
 import typer
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-AGGREGATIONS = ("min", "mean", "max")
+AGGREGATION_NAMES = ("min", "mean", "max")
 THRESHOLDS = (0.5, 0.7, 0.9)
 
 
@@ -32,6 +32,8 @@ def main(
 ) -> None:
     import spacy
     from sklearn.metrics import roc_auc_score
+
+    from spacy_inconsistency.components.pairwise import AGGREGATIONS
 
     records = json.loads((data_dir / "contradiction" / "contradoc_50.json").read_text(encoding="utf-8"))
     contradoc = [r for r in records if r["label"] == "non_contradictory" or r["evidence"] in r["text"]]
@@ -49,8 +51,8 @@ def main(
     scores = detector.predict(docs)
     results = {"model": model, "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
-    for name in AGGREGATIONS:
-        fn = {"min": numpy.minimum, "max": numpy.maximum, "mean": lambda a, b: (a + b) / 2}[name]
+    for name in AGGREGATION_NAMES:
+        fn = AGGREGATIONS[name]
         doc_scores = numpy.array([float(fn(s.forward, s.backward).max()) if len(s.pairs) else 0.0 for s in scores])
         c, n = doc_scores[: len(contradoc)], doc_scores[len(contradoc):]
         entry = {"contradoc_auc": float(roc_auc_score(gold, c)), "thresholds": {}}

@@ -95,7 +95,8 @@ def candidate_pairs(n_units: int, *, window: int, max_all_pairs: int) -> numpy.n
     return numpy.stack([i, j], axis=1).astype(numpy.int64)
 
 
-def _has_content(span: Span) -> bool:
+def has_content(span: Span) -> bool:
+    """Whether a unit has a letter or digit; units without one are not paired."""
     return any(ch.isalnum() for ch in span.text)
 
 
@@ -177,7 +178,7 @@ class ContradictionDetector(Pipe):
         per_doc = []
         texts: List[Tuple[str, str]] = []
         for doc in docs:
-            units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if _has_content(u)]
+            units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             pairs = candidate_pairs(
                 len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"]
             )
