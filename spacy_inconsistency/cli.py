@@ -177,3 +177,9 @@ def detect_cli(
 
 def main() -> None:
     app()
+
+
+# Commands that live beside the code they drive register themselves on `app`
+# (`from ..cli import app`) when imported here; heavy imports stay inside the
+# command functions so that `--help` is fast. One import a line.
+
