@@ -19,6 +19,10 @@ class Warnings(metaclass=ErrorsWithCodes):
         "CUDA ran out of memory on a batch of {size} inputs; retrying in two "
         "halves. Lower `max_batch_tokens` to avoid the retries."
     )
+    # -- SCALE W100-W109
+    # -- evidence extraction W110-W119
+    # -- claim relations W120-W129
+    # -- bias audit W130-W139
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -67,3 +71,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "Truncation is 'error' and {n} input pair(s) are longer than the "
         "model's limit of {limit} tokens (the longest has {longest})."
     )
+    E011 = (
+        "The pair has an empty side: text {side} is empty or whitespace. "
+        "Both texts of a pair must have content."
+    )
+    E012 = (
+        "The Doc holds no text pair: doc.spans['{key}'] must have exactly "
+        "two spans (found {n}). Build pair Docs with "
+        "`spacy_inconsistency.pairs.make_pair_doc`."
+    )
+    # -- SCALE E100-E119
+    # -- evidence extraction E120-E139
+    # -- claim relations E140-E159
+    # -- bias audit E160-E179

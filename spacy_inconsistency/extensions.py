@@ -16,10 +16,21 @@ INCONSISTENCY_SCORE = "inconsistency_score"
 
 UNITS_KEY = "inconsistency_units"
 
+# Every Doc extension name, registered by `install_extensions`.
+DOC_EXTENSIONS = [
+    CONTRADICTIONS,
+    INCONSISTENCIES,
+    HAS_INCONSISTENCY,
+    INCONSISTENCY_SCORE,
+    # -- SCALE (issue 3)
+    # -- evidence extraction (issue 5)
+    # -- claim relations (issue 6)
+]
+
 
 def install_extensions() -> None:
     """Register the Doc extensions once; an existing registration is kept."""
-    for name in (CONTRADICTIONS, INCONSISTENCIES, HAS_INCONSISTENCY, INCONSISTENCY_SCORE):
+    for name in DOC_EXTENSIONS:
         # None means "not processed", which differs from "processed, nothing found".
         if not Doc.has_extension(name):
             Doc.set_extension(name, default=None)

@@ -1,0 +1,1 @@
+"""Readers for each benchmark: files in ../shared/data -> records, Docs or DocBins."""
