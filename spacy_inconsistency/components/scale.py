@@ -1,0 +1,366 @@
+"""`scale_scorer`: SCALE scores of claims against a Doc, with tree-retrieved evidence.
+
+Claims come with the Doc: set them with `set_claims(doc, claims)` (or build
+the Doc with `make_claims_doc(nlp, source, claims)`); they are kept in
+``doc.user_data["inconsistency_claims"]`` and so travel with the Doc through
+`nlp.pipe`, `DocBin(store_user_data=True)` and `n_process=2`. A Doc without
+claims is checked against itself: each statement unit is a claim, scored
+against the chunks with that unit cut out ("self" mode).
+
+For each claim: P(entailed) against every chunk, the SCALE score (the
+highest), the best chunk, and the most relevant unit found by the paper's
+search tree. Written to ``doc._.inconsistency_scale`` as plain JSON data.
+"""
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span
+from spacy.util import minibatch
+
+from ..backends.entailment import EntailmentBackend
+from ..chunk import (
+    DEFAULT_CHUNK_SIZE, DEFAULT_ENTAILMENT_MODEL, DEFAULT_OVERLAP, get_claims, plan_chunks,
+    statement_units,
+)
+from ..errors import Errors, Warnings
+from ..extensions import CHUNKS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions
+from ..scale import DEFAULT_BRANCHES, tree_search
+
+RETRIEVAL_SCOPES = ("best_chunk", "document", "none")
+CFG_KEYS = (
+    "chunk_size", "overlap", "branches", "retrieval_scope", "self_check", "units_key",
+    "chunks_key", "claims_key",
+)
+
+
+def set_claims(doc: Doc, claims: Sequence[str], *, key: str = CLAIMS_KEY) -> Doc:
+    """Attach claims to a Doc for `scale_scorer` (and `inconsistency_chunker`).
+
+    doc (Doc): The source Doc.
+    claims (Sequence[str]): The claims to score against it (e.g. summary sentences).
+    key (str): The `doc.user_data` key.
+    RETURNS (Doc): The same Doc.
+    """
+    claims = list(claims)
+    if not all(isinstance(c, str) for c in claims):
+        raise ValueError(Errors.E107.format(key=key, value=claims))
+    for i, claim in enumerate(claims):
+        if not claim.strip():
+            raise ValueError(Errors.E105.format(index=i, premise=0))
+    doc.user_data[key] = claims
+    return doc
+
+
+def make_claims_doc(nlp: Language, source: str, claims: Sequence[str], *, key: str = CLAIMS_KEY) -> Doc:
+    """Tokenize a source text into a Doc that carries its claims (no components run).
+
+    nlp (Language): Pipeline whose tokenizer is used.
+    source (str): The source text.
+    claims (Sequence[str]): The claims.
+    key (str): The `doc.user_data` key.
+    RETURNS (Doc): The Doc; run `nlp` (or `nlp.pipe`) on it.
+    """
+    return set_claims(nlp.make_doc(source), claims, key=key)
+
+
+def evidence_span(doc: Doc, claim: Dict[str, Any]) -> Optional[Span]:
+    """The evidence unit of a claim record of `doc._.inconsistency_scale`, as a Span."""
+    evidence = claim.get("evidence")
+    if not evidence:
+        return None
+    return doc.char_span(evidence["start_char"], evidence["end_char"], label=evidence.get("speaker", ""),
+                         alignment_mode="expand")
+
+
+def _cut(text: str, start: int, end: int, hole: Optional[Tuple[int, int]]) -> str:
+    """Text of [start, end) with the claim's own range left out (self mode)."""
+    if hole is None or hole[1] <= start or hole[0] >= end:
+        return text[start:end]
+    return text[start : max(start, hole[0])] + " " + text[min(end, hole[1]) : end]
+
+
+class _DocWork:
+    """What `predict` collects about one Doc."""
+
+    def __init__(self) -> None:
+        self.mode = "claims"
+        self.claims: List[Dict[str, Any]] = []
+        self.chunks: List[Tuple[int, int]] = []
+        self.units: List[Tuple[int, int]] = []
+        self.scores: List[List[Optional[float]]] = []
+        self.evidence: List[Optional[Dict[str, Any]]] = []
+        self.empty_source = False
+
+
+class ScaleScorer(Pipe):
+    """Score claims against a Doc with SCALE (chunked entailment, max over chunks).
+
+    nlp (Language): The pipeline.
+    name (str): The component name.
+    model (EntailmentBackend): The entailment backend.
+    chunk_size (int): Tokens per model input, prompt and longest claim included.
+    overlap (float): Share of a chunk's tokens repeated in the next chunk.
+    branches (int): Groups per level of the retrieval tree (2 = binary).
+    retrieval_scope (str): Where the tree starts: "best_chunk" (the units of
+        the claim's best chunk: inputs never exceed the chunk budget),
+        "document" (all units, as the paper and `scale-score` do; for models
+        with an input limit the document must fit it), or "none".
+    self_check (bool): Score the Doc's own units against the rest of it when
+        it has no claims; when False such Docs get no claims.
+    units_key (str): `doc.spans` key of the statement units (else sentences).
+    chunks_key (str): `doc.spans` key of chunks from `inconsistency_chunker`;
+        when absent, chunks are planned here with the same settings.
+    claims_key (str): `doc.user_data` key of the claims.
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = "scale_scorer",
+        *,
+        model: EntailmentBackend,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        overlap: float = DEFAULT_OVERLAP,
+        branches: int = DEFAULT_BRANCHES,
+        retrieval_scope: str = "best_chunk",
+        self_check: bool = True,
+        units_key: str = UNITS_KEY,
+        chunks_key: str = CHUNKS_KEY,
+        claims_key: str = CLAIMS_KEY,
+    ) -> None:
+        install_extensions()
+        if retrieval_scope not in RETRIEVAL_SCOPES:
+            raise ValueError(Errors.E110.format(value=retrieval_scope))
+        if branches < 2:
+            raise ValueError(Errors.E006.format(name="branches", expected="at least 2", value=branches))
+        if chunk_size < 2:
+            raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
+        if not 0.0 <= overlap < 1.0:
+            raise ValueError(Errors.E006.format(name="overlap", expected="in [0, 1)", value=overlap))
+        # A chunk_size over the model's input limit (the default 1000 with the
+        # 512-token embedded NLI model) is lowered to the limit when chunks are
+        # planned; that shortens chunks, it cuts no text.
+        self.name = name
+        self.model = model
+        self.cfg: Dict[str, Any] = {
+            "chunk_size": chunk_size, "overlap": overlap, "branches": branches,
+            "retrieval_scope": retrieval_scope, "self_check": self_check, "units_key": units_key,
+            "chunks_key": chunks_key, "claims_key": claims_key,
+        }
+
+    def __call__(self, doc: Doc) -> Doc:
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 16) -> Iterator[Doc]:
+        for docs in minibatch(stream, size=batch_size):
+            self.set_annotations(docs, self.predict(docs))
+            yield from docs
+
+    # -- predict --------------------------------------------------------------
+
+    def _collect(self, doc: Doc) -> _DocWork:
+        cfg = self.cfg
+        work = _DocWork()
+        text = doc.text
+        work.units = statement_units(doc, cfg["units_key"]) if len(doc) else []
+        external = get_claims(doc, cfg["claims_key"])
+        if external is not None:
+            for i, claim in enumerate(external):
+                if not claim.strip():
+                    raise ValueError(Errors.E105.format(index=i, premise=0))
+            work.claims = [{"text": c, "start_char": None, "end_char": None, "unit": None} for c in external]
+        elif cfg["self_check"]:
+            work.mode = "self"
+            work.claims = [
+                {"text": text[a:b], "start_char": a, "end_char": b, "unit": k}
+                for k, (a, b) in enumerate(work.units)
+                if any(ch.isalnum() for ch in text[a:b])
+            ]
+        if not text.strip():
+            work.empty_source = True
+            return work
+        if cfg["chunks_key"] in doc.spans and len(doc.spans[cfg["chunks_key"]]):
+            work.chunks = [(s.start_char, s.end_char) for s in doc.spans[cfg["chunks_key"]]]
+        elif work.claims:
+            plan = plan_chunks(
+                doc, backend=self.model, claims=[c["text"] for c in work.claims],
+                chunk_size=cfg["chunk_size"], overlap=cfg["overlap"], units_key=cfg["units_key"],
+            )
+            work.chunks = plan.bounds
+        return work
+
+    def predict(self, docs: Iterable[Doc]) -> List[_DocWork]:
+        """Score the claims of a batch of Docs: all (chunk, claim) inputs in one backend call.
+
+        docs (Iterable[Doc]): The Docs.
+        RETURNS (List[_DocWork]): Per Doc: claims, chunks, scores and evidence.
+        """
+        docs = list(docs)
+        works = [self._collect(doc) for doc in docs]
+        backend = self.model
+        lengths: List[int] = []
+        specs: List[Tuple[Any, ...]] = []
+        owners: List[Tuple[int, int, int]] = []
+        n_empty = 0
+        for d, (doc, work) in enumerate(zip(docs, works)):
+            text = doc.text
+            work.scores = [[None] * len(work.chunks) for _ in work.claims]
+            if work.empty_source:
+                n_empty += len(work.claims)
+                continue
+            chunk_ids = [backend.premise_ids(text[a:b]) for a, b in work.chunks]
+            for c, claim in enumerate(work.claims):
+                template = backend.template(claim["text"])
+                hole = (claim["start_char"], claim["end_char"]) if work.mode == "self" else None
+                for k, (a, b) in enumerate(work.chunks):
+                    if hole is not None and hole[0] < b and hole[1] > a:
+                        rest = _cut(text, a, b, hole)
+                        if not rest.strip():
+                            continue
+                        ids = backend.premise_ids(rest)
+                    else:
+                        ids = chunk_ids[k]
+                    specs.append((template, ids))
+                    lengths.append(template.overhead + len(ids))
+                    owners.append((d, c, k))
+        if n_empty:
+            warnings.warn(Warnings.W100.format(n=n_empty))
+        values = backend.score_inputs(lengths, lambda i: specs[i][0].build(specs[i][1]))
+        del specs
+        for (d, c, k), value in zip(owners, values.tolist()):
+            works[d].scores[c][k] = float(value)
+        self._retrieve(docs, works)
+        return works
+
+    def _retrieve(self, docs: List[Doc], works: List[_DocWork]) -> None:
+        scope = self.cfg["retrieval_scope"]
+        unit_texts: List[List[str]] = []
+        candidates: List[List[int]] = []
+        claims: List[str] = []
+        where: List[Tuple[int, int]] = []
+        for d, (doc, work) in enumerate(zip(docs, works)):
+            work.evidence = [None] * len(work.claims)
+            if scope == "none":
+                continue
+            full = doc.text
+            texts = [full[a:b] for a, b in work.units]
+            for c, claim in enumerate(work.claims):
+                row = [s for s in work.scores[c] if s is not None]
+                if not row:
+                    continue
+                best = max(range(len(work.scores[c])), key=lambda k: -1.0 if work.scores[c][k] is None else work.scores[c][k])
+                if scope == "best_chunk":
+                    a, b = work.chunks[best]
+                    pool = [u for u, (ua, ub) in enumerate(work.units) if ua < b and ub > a]
+                else:
+                    pool = list(range(len(work.units)))
+                pool = [u for u in pool if u != claim["unit"] and texts[u].strip()]
+                if not pool:
+                    continue
+                unit_texts.append(texts)
+                candidates.append(pool)
+                claims.append(claim["text"])
+                where.append((d, c))
+        if not claims:
+            return
+        found = tree_search(unit_texts, candidates, claims, backend=self.model, branches=self.cfg["branches"])
+        for idx, ((d, c), (u, value, calls)) in enumerate(zip(where, found)):
+            doc, work = docs[d], works[d]
+            a, b = work.units[u]
+            span = doc.char_span(a, b, alignment_mode="expand")
+            work.evidence[c] = {
+                "start_char": a, "end_char": b, "text": unit_texts[idx][u],
+                "speaker": span.label_ if span is not None else "", "score": float(value), "n_calls": int(calls),
+            }
+
+    # -- annotations ----------------------------------------------------------
+
+    def results(self, work: _DocWork) -> Dict[str, Any]:
+        """The plain-data record stored on the Doc."""
+        claims = []
+        for c, claim in enumerate(work.claims):
+            row = work.scores[c]
+            valid = [(s, k) for k, s in enumerate(row) if s is not None]
+            best_score, best = max(valid, key=lambda x: (x[0], -x[1])) if valid else (None, None)
+            claims.append(
+                {
+                    "text": claim["text"], "start_char": claim["start_char"], "end_char": claim["end_char"],
+                    "score": best_score, "best_chunk": best, "chunk_scores": list(row),
+                    "evidence": work.evidence[c] if work.evidence else None,
+                }
+            )
+        scored = [c["score"] for c in claims if c["score"] is not None]
+        return {
+            "mode": work.mode,
+            "model": self.model.name,
+            "chunks": [{"start_char": a, "end_char": b} for a, b in work.chunks],
+            "claims": claims,
+            # The Doc is as consistent as its least supported claim.
+            "score": min(scored) if scored else None,
+        }
+
+    def set_annotations(self, docs: Iterable[Doc], works: List[_DocWork]) -> None:
+        for doc, work in zip(docs, works):
+            setattr(doc._, SCALE_RESULTS, self.results(work))
+
+    # -- serialization --------------------------------------------------------
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
+        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
+        self.cfg.update({k: cfg[k] for k in CFG_KEYS if k in cfg})
+        return self
+
+    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
+        return srsly.msgpack_dumps({"cfg": self.cfg})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
+        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
+        self.cfg.update({k: cfg[k] for k in CFG_KEYS if k in cfg})
+        return self
+
+
+@Language.factory(
+    "scale_scorer",
+    assigns=[f"doc._.{SCALE_RESULTS}"],
+    default_config={
+        "model": DEFAULT_ENTAILMENT_MODEL,
+        "chunk_size": DEFAULT_CHUNK_SIZE,
+        "overlap": DEFAULT_OVERLAP,
+        "branches": DEFAULT_BRANCHES,
+        "retrieval_scope": "best_chunk",
+        "self_check": True,
+        "units_key": UNITS_KEY,
+        "chunks_key": CHUNKS_KEY,
+        "claims_key": CLAIMS_KEY,
+    },
+)
+def make_scale_scorer(
+    nlp: Language,
+    name: str,
+    model: EntailmentBackend,
+    chunk_size: int,
+    overlap: float,
+    branches: int,
+    retrieval_scope: str,
+    self_check: bool,
+    units_key: str,
+    chunks_key: str,
+    claims_key: str,
+) -> ScaleScorer:
+    """Create a `scale_scorer` (see `ScaleScorer` for the settings)."""
+    return ScaleScorer(
+        nlp, name, model=model, chunk_size=chunk_size, overlap=overlap, branches=branches,
+        retrieval_scope=retrieval_scope, self_check=self_check, units_key=units_key,
+        chunks_key=chunks_key, claims_key=claims_key,
+    )
