@@ -126,3 +126,45 @@ def test_to_disk_from_disk_and_docbin(tiny_nli, tmp_path):
     assert nlp.get_pipe("contradiction_detector").from_bytes(
         loaded.get_pipe("contradiction_detector").to_bytes()
     ).cfg["threshold"] == 0.3
+
+
+def test_candidates_strategy_decides_the_pairs(tiny_nli):
+    text = " ".join(f"Statement number {i} is here." for i in range(8))
+    window1 = {"@misc": "spacy-inconsistency.candidates.window.v1", "window": 1}
+    doc = make_nlp(tiny_nli, threshold=0.0, candidates=window1)(text)
+    starts = sorted(tuple(u["start_char"] for u in f["units"]) for f in doc._.contradictions)
+    units = [u.start_char for u in doc.spans["inconsistency_units"]]
+    assert starts == [(units[i], units[i + 1]) for i in range(7)]
+    # The default (no strategy) keeps the built-in rule: all 28 pairs of 8 units.
+    assert len(make_nlp(tiny_nli, threshold=0.0)(text)._.contradictions) == 28
+
+
+def test_candidates_config_survives_to_disk(tiny_nli, tmp_path):
+    window1 = {"@misc": "spacy-inconsistency.candidates.window.v1", "window": 1}
+    nlp = make_nlp(tiny_nli, threshold=0.0, candidates=window1)
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    text = "One is here. Two is here. Three is here. Four is here."
+    assert loaded(text)._.contradictions == nlp(text)._.contradictions
+    assert len(loaded(text)._.contradictions) == 3
+
+
+@pytest.mark.parametrize("aggregation", ["min", "mean", "max"])
+def test_score_pairs_lazy_reverse_keeps_the_same_findings(tiny_nli, aggregation):
+    from spacy_inconsistency.components.pairwise import score_pairs
+
+    texts = ["The budget was approved.", "The budget was rejected.", "A man plays guitar.",
+             "Nobody plays music.", "The sky is blue.", "It is raining."]
+    backend = NLIBackend(tiny_nli, device="cpu")
+    pairs = candidate_pairs(len(texts), window=1, max_all_pairs=100)
+    full = score_pairs(backend, texts, pairs, aggregation=aggregation, lazy_reverse=False)
+    for threshold in (0.2, 0.4, 0.6):
+        lazy = score_pairs(backend, texts, pairs, aggregation=aggregation, threshold=threshold, chunk_size=4)
+        assert ((lazy.score >= threshold) == (full.score >= threshold)).all()
+        kept = full.score >= threshold
+        numpy.testing.assert_allclose(lazy.score[kept], full.score[kept], atol=1e-5)
+        if aggregation == "min":
+            # Only pairs whose forward score could pass were scored backwards.
+            assert numpy.isnan(lazy.backward).sum() == (full.forward < threshold).sum()
+    expected = backend.predict([(texts[0], texts[1]), (texts[1], texts[0])])["contradiction"]
+    numpy.testing.assert_allclose([full.forward[0], full.backward[0]], expected, atol=1e-5)

