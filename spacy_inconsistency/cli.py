@@ -87,6 +87,7 @@ def detect(
     batch_size: int = 16,
     n_process: int = 1,
     progress: bool = True,
+    html: Optional[Path] = None,
     **pipeline_settings: Any,
 ) -> Dict[str, int]:
     """Run the detector over text/JSONL files and write one JSON line per document.
@@ -100,6 +101,9 @@ def detect(
     batch_size (int): Documents per `nlp.pipe` batch.
     n_process (int): Worker processes for `nlp.pipe`.
     progress (bool): Show a progress bar on stderr.
+    html (Optional[Path]): Also write an HTML page of the documents with
+        findings (see `spacy_inconsistency.render`); only those documents
+        are kept in memory for it.
     **pipeline_settings: Passed to `build_pipeline`.
     RETURNS (Dict[str, int]): Counts of documents, errors and flagged documents.
     """
@@ -128,6 +132,7 @@ def detect(
             yield record.text, record
 
     out: TextIO = output.open("w", encoding="utf-8") if output else sys.stdout
+    flagged: List[Tuple[str, str, List[Dict[str, Any]]]] = []
     try:
         bar = tqdm(unit="doc", file=sys.stderr, disable=not progress, desc="detect")
         for doc, record in nlp.pipe(stream(), as_tuples=True, batch_size=batch_size, n_process=n_process):
@@ -137,12 +142,21 @@ def detect(
             else:
                 counts["documents"] += 1
                 counts["inconsistent"] += int(bool(result["has_inconsistency"]))
+                if html is not None and result["inconsistencies"]:
+                    heading = f"{record.source}:{record.line}" if record.line else record.source
+                    label = f"{heading} ({record.id})" if record.id and record.id != record.source else heading
+                    flagged.append((label, doc.text, result["inconsistencies"]))
             out.write(json.dumps(result, ensure_ascii=False) + "\n")
             bar.update(1)
         bar.close()
     finally:
         if output:
             out.close()
+    if html is not None:
+        from .render import render_groups
+
+        title = f"Contradictions: {counts['inconsistent']} of {counts['documents']} documents"
+        html.write_text(render_groups(flagged, title=title), encoding="utf-8")
     return counts
 
 
@@ -161,11 +175,12 @@ def detect_cli(
     n_process: int = typer.Option(1, help="Worker processes."),
     max_chars: int = typer.Option(10_000_000, help="Longest document accepted, in characters."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page of the findings."),
 ) -> None:
     """Find self-contradictions in documents and write JSONL findings."""
     counts = detect(
         inputs, output=output, text_field=text_field, batch_size=batch_size,
-        n_process=n_process, progress=progress, lang=lang, model=model, device=device,
+        n_process=n_process, progress=progress, html=html, lang=lang, model=model, device=device,
         threshold=threshold, window=window, max_all_pairs=max_all_pairs, max_chars=max_chars,
     )
     typer.echo(
@@ -183,3 +198,5 @@ def main() -> None:
 # (`from ..cli import app`) when imported here; heavy imports stay inside the
 # command functions so that `--help` is fast. One import a line.
 
+from . import relations_commands as _relations_commands  # noqa: E402,F401
+from .bias import commands as _bias_commands  # noqa: E402,F401

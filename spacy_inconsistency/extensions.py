@@ -15,6 +15,14 @@ HAS_INCONSISTENCY = "has_inconsistency"
 INCONSISTENCY_SCORE = "inconsistency_score"
 
 UNITS_KEY = "inconsistency_units"
+# SCALE: results per claim; chunks span group; claims given with a Doc (user_data key).
+SCALE_RESULTS = "inconsistency_scale"
+CHUNKS_KEY = "inconsistency_chunks"
+CLAIMS_KEY = "inconsistency_claims"
+# Evidence units (char offsets) of `evidence_extractor`; its trace of LLM
+# calls is doc.user_data[EVIDENCE_TRACE].
+EVIDENCE = "inconsistency_evidence"
+EVIDENCE_TRACE = "inconsistency_evidence_trace"
 
 # Every Doc extension name, registered by `install_extensions`.
 DOC_EXTENSIONS = [
@@ -22,9 +30,8 @@ DOC_EXTENSIONS = [
     INCONSISTENCIES,
     HAS_INCONSISTENCY,
     INCONSISTENCY_SCORE,
-    # -- SCALE (issue 3)
-    # -- evidence extraction (issue 5)
-    # -- claim relations (issue 6)
+    SCALE_RESULTS,
+    EVIDENCE,
 ]
 
 

@@ -11,6 +11,8 @@ GROUPS = {
     "spacy_factories": registry.factories,
     "spacy_misc": registry.misc,
     "spacy_scorers": registry.scorers,
+    "spacy_architectures": registry.architectures,
+    "spacy_readers": registry.readers,
 }
 
 
@@ -53,5 +55,7 @@ def test_installed_entry_points_match_setup_cfg():
 
 def test_factories_are_known_to_spacy_without_import():
     nlp = spacy.blank("en")
-    for name in ("inconsistency_segmenter", "contradiction_detector", "inconsistency_detector"):
+    factories = [name for group, _, name, _ in ENTRY_POINTS if group == "spacy_factories"]
+    assert len(factories) == 7
+    for name in factories:
         assert nlp.has_factory(name)
