@@ -370,9 +370,33 @@ def test_smollm2_local_chat_gives_parseable_answer():
 
 @pytest.mark.skipif(not os.environ.get("SPACY_INCONSISTENCY_LLM_URL"),
                     reason="set SPACY_INCONSISTENCY_LLM_URL (and _MODEL) to an OpenAI-compatible server")
-def test_real_openai_compatible_server():
-    client = OpenAIChatClient(os.environ.get("SPACY_INCONSISTENCY_LLM_MODEL", "default"),
-                              base_url=os.environ["SPACY_INCONSISTENCY_LLM_URL"], api_key_env="SPACY_INCONSISTENCY_LLM_KEY",
-                              timeout=120)
+def test_real_openai_compatible_server(tmp_path):
+    """Opt-in: a real server (e.g. `python -m llama_cpp.server --model <SmolLM2 GGUF>`)."""
+    import spacy
+
+    settings = dict(base_url=os.environ["SPACY_INCONSISTENCY_LLM_URL"],
+                    api_key_env="SPACY_INCONSISTENCY_LLM_KEY", timeout=120, cache_dir=str(tmp_path / "cache"))
+    client = OpenAIChatClient(os.environ.get("SPACY_INCONSISTENCY_LLM_MODEL", "default"), **settings)
     out = client.chat(MESSAGES, max_tokens=16)
     assert len(out) == 1 and out[0].strip()
+    assert client.n_requests == 1
+    # The same request is answered from the disk cache, also by a new client.
+    again = OpenAIChatClient(client.model, **settings)
+    assert again.chat(MESSAGES, max_tokens=16) == out
+    assert again.n_requests == 0
+    # n samples (servers that ignore `n` are topped up with more requests).
+    samples = client.chat(MESSAGES, max_tokens=8, n=2, temperature=0.8, seed=1)
+    assert len(samples) == 2
+    # The whole method over HTTP: judgement, trace of real calls.
+    nlp = spacy.blank("en")
+    nlp.add_pipe("evidence_extractor", config={
+        "strategy": "rnr_cf", "max_tokens": 96,
+        "client": {"@misc": "spacy-inconsistency.OpenAIChatClient.v1", "model": client.model, **settings},
+    })
+    doc = nlp("The bridge opened in 1990. It carries two lanes. The bridge has never been opened.")
+    trace = doc.user_data["inconsistency_evidence_trace"]
+    first = trace["calls"][0]
+    assert first["step"] and "The bridge has never been opened." in first["prompt"]
+    assert first["answers"][0].strip()
+    assert trace["n_calls"] == len(trace["calls"]) >= 1
+    assert isinstance(doc._.has_inconsistency, bool)
