@@ -140,3 +140,21 @@ def test_shipped_config_assembles(tiny_nli):
     doc = nlp("ALICE: It rains.\nBOB: It does not rain.")
     assert [u.label_ for u in doc.spans["inconsistency_units"]] == ["ALICE", "BOB"]
     assert doc._.inconsistency_score > 0.0
+
+
+def test_candidate_strategy_chooses_the_pairs(tiny_nli):
+    """`candidates` replaces the window / all-pairs rule: a window of 1 compares neighbours only."""
+    text = "One is here. Two is there. Three is far. Four is near."
+
+    def compared(config):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"},
+                                                       "threshold": 0.0, **config})
+        doc = nlp(text)
+        return {tuple(u["text"] for u in f["units"]) for f in doc._.inconsistencies}
+
+    everything = compared({})
+    assert len(everything) == 6  # 4 units, all pairs, threshold 0
+    neighbours = compared({"candidates": {"@misc": "spacy-inconsistency.candidates.window.v1", "window": 1}})
+    assert neighbours == {("One is here.", "Two is there."), ("Two is there.", "Three is far."),
+                          ("Three is far.", "Four is near.")}

@@ -6,10 +6,11 @@ unit pairs with the NLI backend and writes one result format.
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
+import numpy
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
 from ..backends.nli import NLIBackend
@@ -41,7 +42,9 @@ class InconsistencyDetector(Pipe):
     name (str): The component name.
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
-    window, max_all_pairs, threshold, aggregation: as for `contradiction_detector`.
+    window, max_all_pairs, threshold, aggregation, candidates: as for
+        `contradiction_detector` (`candidates`, a strategy from
+        `spacy_inconsistency.candidates`, replaces the window / all-pairs rule).
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -56,6 +59,7 @@ class InconsistencyDetector(Pipe):
         max_all_pairs: int = 100,
         threshold: float = 0.5,
         aggregation: str = "min",
+        candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -64,7 +68,7 @@ class InconsistencyDetector(Pipe):
         self.pairwise = ContradictionDetector(
             nlp, f"{name}.pairwise", model=model, units_key=segmenter.units_key,
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
-            aggregation=aggregation,
+            aggregation=aggregation, candidates=candidates,
         )
         self.scorer = scorer
 
@@ -146,6 +150,7 @@ class InconsistencyDetector(Pipe):
         "max_all_pairs": 100,
         "threshold": 0.5,
         "aggregation": "min",
+        "candidates": None,
         "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
     },
     default_score_weights={
@@ -165,10 +170,12 @@ def make_inconsistency_detector(
     max_all_pairs: int,
     threshold: float,
     aggregation: str,
+    candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
     return InconsistencyDetector(
         nlp, name, model=model, segmenter=segmenter, window=window,
-        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation, scorer=scorer,
+        max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
+        candidates=candidates, scorer=scorer,
     )
