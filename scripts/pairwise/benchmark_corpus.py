@@ -15,6 +15,19 @@ election is the source label.
     python scripts/pairwise/benchmark_corpus.py --qualomat ../shared/data/qualomat \
         --party SPD --output metrics/pairwise_corpus.json
 
+`--corpus english` uses 5,606 English statements instead (ClaimDiff claims,
+the political benchmark's texts, ProSeCCo propositions; see
+`load_english_statements`) and adds, at full size, the recall of the
+human-labelled contradictory pairs in it:
+
+    python scripts/pairwise/benchmark_corpus.py --corpus english --data ../shared/data \
+        --threads 2 --sample-size 1000 --time-limit-s 2250 --scores scores.npz
+
+With `--time-limit-s` the sample grows statement by statement (each new one
+scored against all earlier ones) and stops when time is up, so the sample is
+always a random set whose pairs are all scored. `--from-scores scores.npz`
+re-evaluates the strategies without NLI calls.
+
 `--reference forward` takes as reference the pairs whose first direction
 alone reaches the threshold (for when the `min` reference is empty, as it is
 for German text and the English-trained default model); `--scores` keeps
@@ -27,6 +40,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
@@ -53,6 +67,85 @@ def load_statements(root: str, party: str, min_tokens: int = 5):
             if len(sent) >= min_tokens and text not in seen:
                 seen.add(text)
                 out.append({"text": text, "source": rec["election"], "date": rec["date"], "answer": rec["answer"]})
+    return out
+
+
+def load_english_statements(root: str, min_tokens: int = 5):
+    """Real English statements: ClaimDiff claims and the political benchmark's texts.
+
+    ClaimDiff: claim_a and claim_b of every pair in the train and test files
+    (strength and weak share most claims); source "claimdiff: <topic>".
+    Political benchmark (df_gold.csv): both texts of each pair; source
+    "political". ProSeCCo (contradiction/ProSeCCo_final.csv): both
+    propositions of each pair, source "prosecco: <debate set> <speaker>"
+    (ClaimDiff + political alone give only ~3,100 distinct statements,
+    short of the 5,000 the benchmark needs). Deduplicated by exact text; at least `min_tokens` tokens.
+    """
+    import spacy
+
+    from spacy_inconsistency.corpora.claimdiff import read_claimdiff
+    from spacy_inconsistency.political import read_political
+
+    root = Path(root)
+    raw = []
+    for path in sorted((root / "claimdiff").glob("ClaimDiff-*-*.json")):
+        for r in read_claimdiff(path):
+            for key in ("claim_a", "claim_b"):
+                raw.append({"text": r[key].strip(), "source": f"claimdiff: {r['topic']}", "dataset": "claimdiff",
+                            "date": r.get("date")})
+    for r in read_political(root / "political" / "df_gold.csv"):
+        for key in ("text_a", "text_b"):
+            raw.append({"text": r[key].strip(), "source": "political", "dataset": "political", "date": None})
+    prosecco = root / "contradiction" / "ProSeCCo_final.csv"
+    if prosecco.is_file():
+        import csv
+
+        with prosecco.open(encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                for key in ("proposition_1", "proposition_2"):
+                    raw.append({"text": r[key].strip(), "source": f"prosecco: {r['source']} {r['speaker_id']}",
+                                "dataset": "prosecco", "date": None})
+    nlp = spacy.blank("en")
+    out, seen = [], set()
+    for rec in raw:
+        if rec["text"] in seen:
+            continue
+        if len(nlp.make_doc(rec["text"])) >= min_tokens:
+            seen.add(rec["text"])
+            out.append(rec)
+    return out
+
+
+def labelled_pairs(root: str, statements) -> dict:
+    """Human-labelled contradictory pairs of the English corpus, as index pairs into `statements`.
+
+    "prosecco_self_contradiction": ProSeCCo pairs labelled self-contradiction;
+    "political_inconsistent": political benchmark pairs whose majority label is
+    one of the three inconsistency types; "prosecco_none" and
+    "political_consistent" as contrast. Pairs whose texts were dropped (under
+    5 tokens) or are identical are left out.
+    """
+    import csv
+
+    from spacy_inconsistency.political import CONSISTENT, read_political, to_3_classes
+
+    index = {s["text"]: i for i, s in enumerate(statements)}
+    out = {"prosecco_self_contradiction": set(), "prosecco_none": set(),
+           "political_inconsistent": set(), "political_consistent": set()}
+
+    def add(name, a, b):
+        i, j = index.get(a.strip()), index.get(b.strip())
+        if i is not None and j is not None and i != j:
+            out[name].add((min(i, j), max(i, j)))
+
+    with (Path(root) / "contradiction" / "ProSeCCo_final.csv").open(encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            name = "prosecco_self_contradiction" if r["label"] == "self-contradiction" else "prosecco_none"
+            add(name, r["proposition_1"], r["proposition_2"])
+    for r in read_political(Path(root) / "political" / "df_gold.csv"):
+        label = to_3_classes(r["label_5"])
+        if label == "Inconsistent" or label == CONSISTENT:
+            add("political_inconsistent" if label != CONSISTENT else "political_consistent", r["text_a"], r["text_b"])
     return out
 
 
@@ -89,144 +182,453 @@ def strategy_pairs(name, spans, vectors):
     raise ValueError(name)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--qualomat", default="../shared/data/qualomat")
-    parser.add_argument("--party", default="SPD")
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--budget-s", type=float, default=1200.0, help="time for all-pairs scoring of the sample")
-    parser.add_argument("--sample-size", type=int, default=None, help="default: what fits --budget-s, at most 1000")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-statements", type=int, default=None, help="cut the corpus (for smoke tests)")
-    parser.add_argument("--skip-full", action="store_true", help="skip step 1; encode only the sample")
-    parser.add_argument("--reference", default="min", choices=["min", "forward"],
-                        help="contradictions of the reference: both directions >= threshold (min, the "
-                             "detector's default) or the first direction alone (forward)")
-    parser.add_argument("--scores", default=None, help="also save every sample pair's scores here (.npz)")
-    parser.add_argument("--output", default="metrics/pairwise_corpus.json")
-    args = parser.parse_args()
+SAMPLE_STRATEGIES = ["knn:5", "knn:10", "knn:20", "knn:50", "ann:20", "lexical:10", "union:knn:20+lexical:10"]
+FULL_STRATEGIES = ["knn:5", "knn:10", "knn:20", "knn:50", "knn:125", "ann:20", "lexical:10", "union:knn:20+lexical:10"]
 
-    import spacy
-    import torch
 
-    torch.set_num_threads(1)
-    from spacy_inconsistency.backends.embeddings import SentenceEncoder
-    from spacy_inconsistency.backends.nli import NLIBackend
-    from spacy_inconsistency.candidates import all_pairs
+def prefix_pairs(start: int, stop: int) -> numpy.ndarray:
+    """All pairs (i, j), i < j, with start <= j < stop: statement j against every earlier one."""
+    if stop <= max(start, 1):
+        return numpy.zeros((0, 2), dtype=numpy.int64)
+    js = numpy.concatenate([numpy.full(j, j, dtype=numpy.int64) for j in range(max(start, 1), stop)])
+    is_ = numpy.concatenate([numpy.arange(j, dtype=numpy.int64) for j in range(max(start, 1), stop)])
+    return numpy.stack([is_, js], axis=1)
+
+
+def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s, checkpoint, save_every_s, extra):
+    """All pairs of a growing prefix of `texts`, scored statement by statement.
+
+    Statement j is scored against statements 0..j-1 (forward; backward only
+    where forward >= threshold, exact for `min`). After each chunk the first
+    `complete` statements have every pair scored, so stopping at any time
+    leaves an all-pairs reference on a random sample (the order of `texts` is
+    a seeded random permutation). Returns (complete, pairs, forward, backward).
+    """
     from spacy_inconsistency.components.pairwise import score_pairs
 
-    report = {"party": args.party, "threshold": args.threshold, "model": args.model}
-    t0 = time.time()
-    statements = load_statements(args.qualomat, args.party)
-    if args.max_statements:
-        statements = statements[: args.max_statements]
-    n = len(statements)
-    report["n_statements"] = n
-    report["n_sources"] = len({s["source"] for s in statements})
-    print(f"{n} statements from {report['n_sources']} elections ({time.time() - t0:.1f}s)", flush=True)
-    nlp = spacy.blank("de")
-    spans = [nlp.make_doc(s["text"])[:] for s in statements]
-    encoder = SentenceEncoder(device="cpu", batch_size=64)
-    configs = ["knn:5", "knn:10", "knn:20", "knn:50", "knn:125", "ann:20", "lexical:10", "union:knn:20+lexical:10"]
-    total = n * (n - 1) // 2
-    full = {}
-    if not args.skip_full:
-        t = time.time()
-        vectors = encoder.encode([s["text"] for s in statements])
-        report["encode_s"] = round(time.time() - t, 1)
-        report["encode_per_s"] = round(n / (time.time() - t), 1)
-        print(f"encoded in {report['encode_s']}s", flush=True)
-    for name in configs if not args.skip_full else []:
-        t = time.time()
-        pairs = strategy_pairs(name, spans, vectors)
-        full[name] = {"pairs": int(len(pairs)), "fraction": len(pairs) / total, "seconds": round(time.time() - t, 2)}
-        print(f"full corpus {name}: {len(pairs):,} pairs = {100 * len(pairs) / total:.2f}% ({time.time() - t:.1f}s)", flush=True)
-    report["full_corpus"] = {"all_pairs": total, "strategies": full}
+    m = len(texts)
+    pairs_l, fwd_l, bwd_l = [], [], []
+    complete, t0, last_save = 1, time.time(), time.time()
 
-    backend = NLIBackend(args.model, device="cpu", max_batch_size=64)
-    rng = numpy.random.default_rng(args.seed)
-    probe = rng.choice(n, size=(512, 2))
-    probe = probe[probe[:, 0] != probe[:, 1]]
-    texts = [s["text"] for s in statements]
-    rate = float("nan")
-    if args.sample_size is None:
-        t = time.time()
-        backend.predict([(texts[i], texts[j]) for i, j in probe.tolist()])
-        rate = len(probe) / (time.time() - t)
-    m = args.sample_size
-    if m is None:
-        m = int((1 + (1 + 8 * rate * args.budget_s) ** 0.5) / 2)
-        m = min(m, 1000)
-    report["probe_pairs_per_s"] = None if rate != rate else round(rate, 1)
-    report["sample_size"] = m
-    print(f"probe: {rate:.1f} pairs/s (one direction); sample of {m} statements, {m * (m - 1) // 2:,} pairs", flush=True)
+    def save():
+        if checkpoint:
+            pairs = numpy.concatenate(pairs_l) if pairs_l else numpy.zeros((0, 2), dtype=numpy.int64)
+            numpy.savez_compressed(
+                checkpoint, complete=complete, pairs=pairs,
+                forward=numpy.concatenate(fwd_l) if fwd_l else numpy.zeros(0, numpy.float32),
+                backward=numpy.concatenate(bwd_l) if bwd_l else numpy.zeros(0, numpy.float32),
+                texts=numpy.asarray(texts[:complete], dtype=object), threshold=threshold,
+                elapsed_s=time.time() - t0, **extra,
+            )
 
-    sample = numpy.sort(rng.choice(n, size=m, replace=False))
-    s_texts = [texts[i] for i in sample]
-    s_vectors = vectors[sample] if not args.skip_full else encoder.encode(s_texts)
-    s_spans = [spans[i] for i in sample]
-    pairs = all_pairs(m)
-    t = time.time()
-    scores = score_pairs(backend, s_texts, pairs, aggregation="min", threshold=args.threshold, chunk_size=2048)
-    elapsed = time.time() - t
-    n_backward = int((~numpy.isnan(scores.backward)).sum())
-    reference = scores.score if args.reference == "min" else scores.forward
-    found = numpy.flatnonzero(reference >= args.threshold)
-    report["reference"] = args.reference
-    if args.scores:
-        numpy.savez_compressed(args.scores, sample=sample, pairs=pairs, forward=scores.forward,
-                               backward=scores.backward)
+    while complete < m:
+        # Enough statements for about one chunk of pairs.
+        stop = complete + 1
+        while stop < m and (stop * (stop - 1) - complete * (complete - 1)) // 2 < chunk_size:
+            stop += 1
+        pairs = prefix_pairs(complete, stop)
+        scores = score_pairs(backend, texts, pairs, aggregation="min", threshold=threshold, chunk_size=chunk_size)
+        pairs_l.append(pairs)
+        fwd_l.append(scores.forward)
+        bwd_l.append(scores.backward)
+        complete = stop
+        elapsed = time.time() - t0
+        n_pairs = complete * (complete - 1) // 2
+        print(f"  {complete} statements complete, {n_pairs:,} pairs, {elapsed:.0f}s, {n_pairs / elapsed:.1f} pairs/s",
+              flush=True)
+        if time.time() - last_save > save_every_s:
+            save()
+            last_save = time.time()
+        if time_limit_s is not None and elapsed > time_limit_s:
+            print(f"  time limit reached: sample = first {complete} statements", flush=True)
+            break
+    save()
+    return (complete, numpy.concatenate(pairs_l), numpy.concatenate(fwd_l), numpy.concatenate(bwd_l),
+            time.time() - t0)
+
+
+def global_top_pairs(vectors: numpy.ndarray, n_pairs: int) -> numpy.ndarray:
+    """The n_pairs most similar pairs of the whole set (cosine), i < j (small sets only: m x m)."""
+    sims = vectors @ vectors.T
+    iu = numpy.triu_indices(len(vectors), k=1)
+    flat = sims[iu]
+    if n_pairs >= len(flat):
+        return numpy.stack(iu, axis=1).astype(numpy.int64)
+    top = numpy.argpartition(-flat, n_pairs - 1)[:n_pairs]
+    return numpy.stack([iu[0][top], iu[1][top]], axis=1).astype(numpy.int64)
+
+
+def candidate_family(family: str, param: int, spans, vectors) -> numpy.ndarray:
+    """One strategy of a family at one setting (for the budget search)."""
+    from spacy_inconsistency.candidates import normalise_pairs
+
+    if family == "knn":
+        return strategy_pairs(f"knn:{param}", spans, vectors)
+    if family == "lexical":
+        return strategy_pairs(f"lexical:{param}", spans, vectors)
+    if family == "knn+lexical":  # k neighbours + k//2 lexical partners
+        return strategy_pairs(f"union:knn:{param}+lexical:{max(1, param // 2)}", spans, vectors)
+    if family == "knn+lexical=":  # k neighbours + k lexical partners
+        return strategy_pairs(f"union:knn:{param}+lexical:{param}", spans, vectors)
+    if family == "top_cosine":  # the param most similar pairs overall
+        return normalise_pairs(global_top_pairs(vectors, param), len(vectors))
+    raise ValueError(family)
+
+
+FAMILY_GRID = {
+    "knn": [1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 18, 20, 22, 25, 30, 35, 40, 50],
+    "lexical": [1, 2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 40, 50],
+    "knn+lexical": [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 25, 30, 40],
+    "knn+lexical=": [1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 25],
+}
+
+
+def hub_pairs(fmatrix: numpy.ndarray, r: int, h: int, seed: int = 0) -> numpy.ndarray:
+    """A model-aware strategy: probe each statement against r random others, pair the h most
+    contradiction-prone statements with everything.
+
+    Each statement's propensity is the mean contradiction probability (the
+    first direction scored) over its probe pairs; the probe pairs are scored
+    too and count as candidates. Cost: about r*m/2 probe pairs + h*(m-1).
+    fmatrix is the m x m matrix of forward scores (symmetric fill), so the
+    strategy can be evaluated on saved all-pairs scores without new NLI calls.
+    """
+    from spacy_inconsistency.candidates import normalise_pairs
+
+    m = len(fmatrix)
+    rng = numpy.random.default_rng(seed)
+    partners = numpy.stack([rng.permutation(m) for _ in range(r)], axis=1) if r else numpy.zeros((m, 0), int)
+    probes = numpy.stack([numpy.repeat(numpy.arange(m), r), partners.ravel()], axis=1)
+    probes = normalise_pairs(probes[probes[:, 0] != probes[:, 1]], m)
+    score = numpy.zeros(m)
+    count = numpy.zeros(m)
+    vals = fmatrix[probes[:, 0], probes[:, 1]]
+    numpy.add.at(score, probes[:, 0], vals)
+    numpy.add.at(score, probes[:, 1], vals)
+    numpy.add.at(count, probes.ravel(), 1)
+    propensity = score / numpy.maximum(count, 1)
+    hubs = numpy.argsort(-propensity, kind="stable")[:h]
+    hub_all = numpy.stack([numpy.repeat(hubs, m), numpy.tile(numpy.arange(m), len(hubs))], axis=1)
+    return normalise_pairs(numpy.concatenate([probes, hub_all[hub_all[:, 0] != hub_all[:, 1]]]), m)
+
+
+def recall_of(cand: numpy.ndarray, found_set) -> Optional[float]:
+    if not found_set:
+        return None
+    return sum(1 for p in map(tuple, cand.tolist()) if p in found_set) / len(found_set)
+
+
+def best_under_budget(spans, vectors, found_set, budget: float, grid=None, fmatrix=None) -> dict:
+    """Per family: the largest setting within `budget` (fraction of pairs) and its recall."""
+    m = len(spans)
+    total = m * (m - 1) // 2
+    out = {}
+    for family, fgrid in (grid or FAMILY_GRID).items():
+        best = None
+        for param in fgrid:
+            cand = candidate_family(family, param, spans, vectors)
+            frac = len(cand) / total
+            if frac > budget:
+                break
+            best = {"param": param, "pairs": int(len(cand)), "fraction": frac, "recall": recall_of(cand, found_set)}
+        out[family] = best
+    if fmatrix is not None:
+        for r in (2, 4, 8):
+            best = None
+            for h in range(0, m):
+                cand = hub_pairs(fmatrix, r, h)
+                if len(cand) / total > budget:
+                    break
+                best = {"param": f"r={r},h={h}", "pairs": int(len(cand)), "fraction": len(cand) / total,
+                        "recall": recall_of(cand, found_set)}
+            out[f"hubs:r{r}"] = best
+        from spacy_inconsistency.candidates import normalise_pairs
+
+        k, knn_half = 0, numpy.zeros((0, 2), dtype=numpy.int64)
+        while k + 1 < m:  # the largest k within half the budget
+            cand = candidate_family("knn", k + 1, spans, vectors)
+            if len(cand) / total > budget / 2:
+                break
+            k, knn_half = k + 1, cand
+        for r in (2, 4):  # hubs + embedding neighbours, budget split evenly
+            best = None
+            for h in range(0, m):
+                cand = normalise_pairs(numpy.concatenate([hub_pairs(fmatrix, r, h), knn_half]), m)
+                if len(cand) / total > budget:
+                    break
+                best = {"param": f"r={r},h={h},k={k}", "pairs": int(len(cand)), "fraction": len(cand) / total,
+                        "recall": recall_of(cand, found_set)}
+            out[f"hubs+knn:r{r}"] = best
+    n_top = int(budget * total)
+    cand = candidate_family("top_cosine", n_top, spans, vectors)
+    out["top_cosine"] = {"param": n_top, "pairs": int(len(cand)), "fraction": len(cand) / total,
+                         "recall": recall_of(cand, found_set)}
+    return out
+
+
+def evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, threshold, reference, budget, seed,
+                    s_sources=None):
+    """Step 2's evaluation from the scores of all pairs of the sample (re-runnable from --scores)."""
+    m = len(s_texts)
+    score = numpy.where(numpy.isnan(backward), forward, numpy.minimum(forward, backward))
+    ref = score if reference == "min" else forward
+    found = numpy.flatnonzero(ref >= threshold)
     contradictions = pairs[found]
-    report["all_pairs_sample"] = {
-        "pairs": int(len(pairs)),
-        "backward_scored": n_backward,
-        "seconds": round(elapsed, 1),
-        "pairs_per_s": round(len(pairs) / elapsed, 1),
-        "nli_calls_per_s": round((len(pairs) + n_backward) / elapsed, 1),
-        "contradictions": int(len(found)),
-        "forward_over_threshold": n_backward,
-    }
-    print(f"all pairs: {len(pairs):,} in {elapsed:.0f}s; {len(found)} contradictions", flush=True)
-
     found_set = set(map(tuple, contradictions.tolist()))
-    sample_results = {}
     total_m = len(pairs)
-    for name in configs:
-        if name == "knn:125":
-            continue
+    out = {"n_statements": m, "pairs": int(total_m), "contradictions": int(len(found)),
+           "forward_over_threshold": int((forward >= threshold).sum())}
+    strategies = {}
+    for name in SAMPLE_STRATEGIES:
         cand = strategy_pairs(name, s_spans, s_vectors)
-        hit = sum(1 for p in map(tuple, cand.tolist()) if p in found_set)
-        sample_results[name] = {
-            "pairs": int(len(cand)), "fraction": len(cand) / total_m,
-            "recall": hit / len(found_set) if found_set else None,
-        }
-        print(f"sample {name}: {100 * len(cand) / total_m:.2f}% of pairs, recall {hit}/{len(found_set)}", flush=True)
-    # Recall and fraction for every k of the exact neighbour search.
+        strategies[name] = {"pairs": int(len(cand)), "fraction": len(cand) / total_m, "recall": recall_of(cand, found_set)}
+        print(f"sample {name}: {100 * len(cand) / total_m:.2f}% of pairs, recall {strategies[name]['recall']}", flush=True)
+    out["strategies"] = strategies
     ranks = pair_ranks(s_vectors, contradictions) if len(contradictions) else numpy.zeros(0, dtype=numpy.int64)
     curve = []
     for k in [1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 75, 100]:
         if k >= m:
             break
         cand = strategy_pairs(f"knn:{k}", s_spans, s_vectors)
-        curve.append({
-            "k": k, "fraction": len(cand) / total_m,
-            "recall": float((ranks <= k).mean()) if len(ranks) else None,
-            "full_corpus_k_same_fraction": int(round(k * (n - 1) / (m - 1))),
-        })
-    report["sample"] = {"strategies": sample_results, "knn_curve": curve}
-    order = numpy.argsort(-reference[found])[:10]
-    report["examples"] = [
-        {"score": float(reference[found][o]), "directions": [float(scores.forward[found][o]), float(scores.backward[found][o])],
-         "a": {"text": s_texts[contradictions[o][0]], "source": statements[sample[contradictions[o][0]]]["source"]},
-         "b": {"text": s_texts[contradictions[o][1]], "source": statements[sample[contradictions[o][1]]]["source"]}}
+        curve.append({"k": k, "fraction": len(cand) / total_m,
+                      "recall": float((ranks <= k).mean()) if len(ranks) else None})
+    out["knn_curve"] = curve
+    # How topical are the reference contradictions? Cosine of their two
+    # statements against that of all pairs, and how many share a source.
+    sims = s_vectors @ s_vectors.T
+    all_cos = sims[pairs[:, 0], pairs[:, 1]]
+    qs = [0.1, 0.25, 0.5, 0.75, 0.9]
+    out["cosine_quantiles"] = {"all_pairs": dict(zip(map(str, qs), numpy.quantile(all_cos, qs).round(3).tolist()))}
+    if len(contradictions):
+        ref_cos = sims[contradictions[:, 0], contradictions[:, 1]]
+        out["cosine_quantiles"]["reference"] = dict(zip(map(str, qs), numpy.quantile(ref_cos, qs).round(3).tolist()))
+        out["reference_cosine_percentile_among_all_pairs"] = float(
+            numpy.mean([(all_cos < c).mean() for c in ref_cos.tolist()]))
+    if s_sources is not None:
+        src = numpy.asarray(s_sources, dtype=object)
+        out["same_source_share"] = {"all_pairs": float((src[pairs[:, 0]] == src[pairs[:, 1]]).mean()),
+                                    "reference": float((src[contradictions[:, 0]] == src[contradictions[:, 1]]).mean())
+                                    if len(contradictions) else None}
+        ds = numpy.asarray([x.split(":")[0] for x in s_sources], dtype=object)
+        from collections import Counter
+
+        out["reference_dataset_pairs"] = dict(Counter(
+            " + ".join(sorted((ds[i], ds[j]))) for i, j in contradictions.tolist()))
+        out["all_dataset_pairs"] = dict(Counter(" + ".join(sorted((ds[i], ds[j]))) for i, j in pairs.tolist()))
+    fmatrix = numpy.zeros((m, m), dtype=numpy.float32)
+    fmatrix[pairs[:, 0], pairs[:, 1]] = forward
+    fmatrix[pairs[:, 1], pairs[:, 0]] = forward
+    out["at_budget"] = best_under_budget(s_spans, s_vectors, found_set, budget, fmatrix=fmatrix)
+    for fam, r in out["at_budget"].items():
+        if r:
+            print(f"sample <= {100 * budget:.0f}%: {fam} {r['param']}: {100 * r['fraction']:.2f}% recall {r['recall']}",
+                  flush=True)
+    # Held-out choice: halves of the sample's statements (seeded); choose the
+    # family and setting on half A (its own all-pairs reference, its own 5%),
+    # report that choice on half B, and the other way round.
+    rng = numpy.random.default_rng(seed + 1)
+    perm = rng.permutation(m)
+    halves = [numpy.sort(perm[: m // 2]), numpy.sort(perm[m // 2:])]
+    half_results = []
+    for h in halves:
+        pos = {int(g): i for i, g in enumerate(h.tolist())}
+        hs = {(pos[i], pos[j]) for i, j in found_set if i in pos and j in pos}
+        half_results.append({"n": len(h), "contradictions": len(hs),
+                             "at_budget": best_under_budget([s_spans[i] for i in h], s_vectors[h], hs, budget,
+                                                            fmatrix=fmatrix[numpy.ix_(h, h)])})
+    holdout = []
+    for tune, test in ((0, 1), (1, 0)):
+        cands = {f: r for f, r in half_results[tune]["at_budget"].items() if r and r["recall"] is not None}
+        if not cands:
+            continue
+        fam = max(cands, key=lambda f: cands[f]["recall"])
+        test_r = half_results[test]["at_budget"][fam]
+        holdout.append({"chosen_on": "AB"[tune], "reported_on": "AB"[test], "family": fam,
+                        "tune": cands[fam], "test_at_budget": test_r,
+                        "test_contradictions": half_results[test]["contradictions"]})
+        print(f"held out: chosen on {'AB'[tune]}: {fam} (recall {cands[fam]['recall']}); on {'AB'[test]}: "
+              f"{test_r}", flush=True)
+    out["halves"] = half_results
+    out["holdout"] = holdout
+    order = numpy.argsort(-ref[found])[:10]
+    out["examples"] = [
+        {"score": float(ref[found][o]), "directions": [float(forward[found][o]), float(backward[found][o])],
+         "a": s_texts[contradictions[o][0]], "b": s_texts[contradictions[o][1]]}
         for o in order.tolist()
     ]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", default="qualomat", choices=["qualomat", "english"],
+                        help="qualomat: one party's Qual-O-Mat comments (German); english: ClaimDiff claims, "
+                             "the political benchmark's texts and ProSeCCo propositions")
+    parser.add_argument("--data", default="../shared/data", help="shared data folder (for --corpus english)")
+    parser.add_argument("--qualomat", default="../shared/data/qualomat")
+    parser.add_argument("--party", default="SPD")
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--budget-s", type=float, default=1200.0, help="time for all-pairs scoring of the sample")
+    parser.add_argument("--sample-size", type=int, default=None, help="default: what fits --budget-s, at most 1000")
+    parser.add_argument("--time-limit-s", type=float, default=None,
+                        help="grow the sample statement by statement and stop scoring after this many seconds; "
+                             "the sample is then the statements whose pairs are all scored")
+    parser.add_argument("--pair-budget", type=float, default=0.05, help="fraction of pairs allowed (target 5%%)")
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-statements", type=int, default=None, help="cut the corpus (for smoke tests)")
+    parser.add_argument("--skip-full", action="store_true", help="skip step 1; encode only the sample")
+    parser.add_argument("--skip-sample", action="store_true", help="skip step 2 (unless --from-scores)")
+    parser.add_argument("--reference", default="min", choices=["min", "forward"],
+                        help="contradictions of the reference: both directions >= threshold (min, the "
+                             "detector's default) or the first direction alone (forward)")
+    parser.add_argument("--scores", default=None,
+                        help="save every sample pair's scores here (.npz; written every --save-every-s)")
+    parser.add_argument("--save-every-s", type=float, default=120.0)
+    parser.add_argument("--from-scores", default=None, help="evaluate step 2 from saved scores, no NLI")
+    parser.add_argument("--output", default="metrics/pairwise_corpus.json")
+    args = parser.parse_args()
+
+    import spacy
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from spacy_inconsistency.backends.embeddings import SentenceEncoder
+    from spacy_inconsistency.backends.nli import NLIBackend
+
+    report = {"corpus": args.corpus, "threshold": args.threshold, "model": args.model, "threads": args.threads,
+              "pair_budget": args.pair_budget}
+    t0 = time.time()
+    if args.corpus == "english":
+        statements = load_english_statements(args.data)
+        lang = "en"
+    else:
+        report["party"] = args.party
+        statements = load_statements(args.qualomat, args.party)
+        lang = "de"
+    if args.max_statements:
+        statements = statements[: args.max_statements]
+    n = len(statements)
+    report["n_statements"] = n
+    report["n_sources"] = len({s["source"] for s in statements})
+    if args.corpus == "english":
+        from collections import Counter
+
+        report["datasets"] = dict(Counter(s["dataset"] for s in statements))
+    print(f"{n} statements from {report['n_sources']} sources ({time.time() - t0:.1f}s)", flush=True)
+    nlp = spacy.blank(lang)
+    spans = [nlp.make_doc(s["text"])[:] for s in statements]
+    texts = [s["text"] for s in statements]
+    encoder = SentenceEncoder(device="cpu", batch_size=64)
+    total = n * (n - 1) // 2
+    full = {}
+    vectors = None
+    if not args.skip_full:
+        t = time.time()
+        vectors = encoder.encode(texts)
+        report["encode_s"] = round(time.time() - t, 1)
+        report["encode_per_s"] = round(n / (time.time() - t), 1)
+        print(f"encoded in {report['encode_s']}s", flush=True)
+        for name in FULL_STRATEGIES:
+            t = time.time()
+            pairs = strategy_pairs(name, spans, vectors)
+            full[name] = {"pairs": int(len(pairs)), "fraction": len(pairs) / total, "seconds": round(time.time() - t, 2)}
+            print(f"full corpus {name}: {len(pairs):,} pairs = {100 * len(pairs) / total:.2f}% ({time.time() - t:.1f}s)",
+                  flush=True)
+        # The strategies at the sizes chosen under the budget on the sample, at full-corpus size.
+        full_budget = {}
+        for family, grid in FAMILY_GRID.items():
+            for param in grid:
+                if family == "knn" and param > 50:
+                    break
+                pairs = candidate_family(family, param, spans, vectors)
+                full_budget[f"{family}:{param}"] = {"pairs": int(len(pairs)), "fraction": len(pairs) / total}
+        report["full_corpus_grid"] = full_budget
+        if args.corpus == "english":
+            labelled = labelled_pairs(args.data, statements)
+            big = {"knn": [1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300],
+                   "lexical": [1, 2, 5, 10, 20, 50, 100, 150, 200, 300],
+                   "knn+lexical=": [1, 2, 5, 10, 20, 50, 75, 100, 125, 150]}
+            lab_report = {}
+            for name, found_set in labelled.items():
+                res = best_under_budget(spans, vectors, found_set, args.pair_budget, grid=big)
+                ranks = pair_ranks(vectors, numpy.asarray(sorted(found_set), dtype=numpy.int64).reshape(-1, 2))
+                lab_report[name] = {"pairs": len(found_set), "at_budget": res,
+                                    "knn_recall": {k: float((ranks <= k).mean()) for k in [5, 10, 20, 50, 100, 200]}}
+                print(f"labelled {name} ({len(found_set)}): " + "; ".join(
+                    f"{f} {r['param']} {100 * r['fraction']:.2f}% -> {r['recall']:.3f}" for f, r in res.items() if r),
+                    flush=True)
+            report["full_corpus_labelled"] = lab_report
+    report["full_corpus"] = {"all_pairs": total, "strategies": full}
+
+    rng = numpy.random.default_rng(args.seed)
+    if args.from_scores:
+        z = numpy.load(args.from_scores, allow_pickle=True)
+        m = int(z["complete"])
+        sample = z["sample"][:m]
+        keep = z["pairs"].max(axis=1) < m if len(z["pairs"]) else numpy.zeros(0, bool)
+        pairs, forward, backward = z["pairs"][keep], z["forward"][keep], z["backward"][keep]
+        assert len(pairs) == m * (m - 1) // 2, "saved scores do not cover all pairs of the prefix"
+        assert [texts[i] for i in sample] == list(z["texts"][:m]), "saved scores are from another corpus"
+        report["all_pairs_sample"] = {"pairs": int(len(pairs)), "seconds": float(z["elapsed_s"]),
+                                      "pairs_per_s": round(len(pairs) / float(z["elapsed_s"]), 1),
+                                      "from_scores": args.from_scores}
+    elif args.skip_sample:
+        m = 0
+    else:
+        backend = NLIBackend(args.model, device="cpu", max_batch_size=64)
+        probe = rng.choice(n, size=(512, 2))
+        probe = probe[probe[:, 0] != probe[:, 1]]
+        rate = float("nan")
+        if args.sample_size is None:
+            t = time.time()
+            backend.predict([(texts[i], texts[j]) for i, j in probe.tolist()])
+            rate = len(probe) / (time.time() - t)
+        m = args.sample_size
+        if m is None:
+            m = int((1 + (1 + 8 * rate * args.budget_s) ** 0.5) / 2)
+            m = min(m, 1000)
+        report["probe_pairs_per_s"] = None if rate != rate else round(rate, 1)
+        print(f"probe: {rate:.1f} pairs/s (one direction); sample of up to {m} statements, "
+              f"{m * (m - 1) // 2:,} pairs", flush=True)
+        # A seeded random permutation; its first m are the sample (any prefix is a random sample).
+        sample = rng.permutation(n)[:m]
+        s_texts = [texts[i] for i in sample]
+        m, pairs, forward, backward, elapsed = score_growing_sample(
+            backend, s_texts, threshold=args.threshold, chunk_size=2048, time_limit_s=args.time_limit_s,
+            checkpoint=args.scores, save_every_s=args.save_every_s, extra={"sample": sample, "seed": args.seed},
+        )
+        sample = sample[:m]
+        n_backward = int((~numpy.isnan(backward)).sum())
+        report["all_pairs_sample"] = {
+            "pairs": int(len(pairs)), "backward_scored": n_backward, "seconds": round(elapsed, 1),
+            "pairs_per_s": round(len(pairs) / elapsed, 1),
+            "nli_calls_per_s": round((len(pairs) + n_backward) / elapsed, 1),
+            "stopped_by_time_limit": bool(args.sample_size is not None and m < args.sample_size),
+        }
+        print(f"all pairs: {len(pairs):,} in {elapsed:.0f}s", flush=True)
+    report["sample_size"] = m
+    report["reference"] = args.reference
+    if m:
+        s_texts = [texts[i] for i in sample]
+        s_spans = [spans[i] for i in sample]
+        s_vectors = vectors[sample] if vectors is not None else encoder.encode(s_texts)
+        result = evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, args.threshold,
+                                 args.reference, args.pair_budget, args.seed,
+                                 s_sources=[statements[i]["source"] for i in sample])
+        for ex in result["examples"]:
+            for key in ("a", "b"):
+                src = statements[sample[s_texts.index(ex[key])]]["source"]
+                ex[key] = {"text": ex[key], "source": src}
+        report["examples"] = result.pop("examples")
+        report["sample"] = result
     report["peak_rss_mb"] = round(peak_rss_mb(), 1)
     report["wall_s"] = round(time.time() - t0, 1)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({k: v for k, v in report.items() if k != "examples"}, indent=2), file=sys.stderr)
+    print(json.dumps({k: v for k, v in report.items() if k not in ("examples", "sample", "full_corpus_grid")},
+                     indent=2), file=sys.stderr)
 
 
 if __name__ == "__main__":
