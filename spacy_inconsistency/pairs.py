@@ -5,11 +5,10 @@ marked as a span in ``doc.spans[PAIR_KEY]``, labelled "A" and "B" (or the
 labels given). The source labels of cross-source comparisons travel in the
 span labels and in ``doc.user_data``.
 """
-from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
-from spacy.vocab import Vocab
 
 from .errors import Errors
 

@@ -1,7 +1,10 @@
 """Length-sorted batches under a token budget, and CUDA out-of-memory retries."""
+import warnings
 from typing import Callable, List, Sequence
 
 import numpy
+
+from ..errors import Errors, Warnings
 
 
 def plan_batches(
@@ -73,3 +76,59 @@ def run_halving_on_oom(
         forward, batch[half:], is_oom=is_oom, on_oom=on_oom, on_single=on_single
     )
     return numpy.concatenate([first, second], axis=0)
+
+
+def is_cuda_oom(err: BaseException) -> bool:
+    """Whether an exception is torch's CUDA out-of-memory error."""
+    import torch
+
+    return isinstance(err, torch.cuda.OutOfMemoryError)
+
+
+class BudgetedBatches:
+    """Mixin of the model backends: run inputs in length-sorted batches under
+    `max_batch_size` / `max_batch_tokens`, halving a batch and the token budget
+    when CUDA runs out of memory. The backend sets those two attributes and
+    `n_oom_retries`.
+    """
+
+    max_batch_size: int
+    max_batch_tokens: int
+    n_oom_retries: int
+
+    def run_batches(
+        self,
+        lengths: Sequence[int],
+        forward: Callable[[List[int]], numpy.ndarray],
+        out: numpy.ndarray,
+    ) -> numpy.ndarray:
+        """Fill `out` with `forward(batch)` rows, batch by batch.
+
+        lengths (Sequence[int]): Token count of each input.
+        forward (Callable[[List[int]], numpy.ndarray]): Input indices -> one
+            row (or value) per input.
+        out (numpy.ndarray): Output, one row per input; returned.
+        RETURNS (numpy.ndarray): `out`.
+        """
+        for batch in plan_batches(
+            lengths, max_batch_size=self.max_batch_size, max_batch_tokens=self.max_batch_tokens
+        ):
+            out[batch] = run_halving_on_oom(
+                forward,
+                batch,
+                is_oom=is_cuda_oom,
+                on_oom=self._on_oom,
+                on_single=lambda i, err: RuntimeError(Errors.E005.format(length=lengths[i])),
+            )
+        return out
+
+    def _on_oom(self, size: int) -> None:
+        import torch
+
+        self.n_oom_retries += 1
+        # Later batches start from the budget that is known to fit.
+        self.max_batch_tokens = max(1, self.max_batch_tokens // 2)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if self.n_oom_retries == 1:
+            warnings.warn(Warnings.W002.format(size=size))

@@ -17,15 +17,14 @@ bf16 (never fp16: T5 overflows in fp16).
 """
 import os
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.util import registry
 
-from ..errors import Errors, Warnings
-from .batching import plan_batches, run_halving_on_oom
+from ..errors import Errors
+from .batching import BudgetedBatches
 from .loading import DEFAULT_MODEL, _missing_model_error, logger, resolve_device, resolve_model
 
 SEQ2SEQ = "seq2seq"
@@ -94,12 +93,6 @@ def _find(ids: List[int], part: List[int]) -> int:
     raise ValueError(Errors.E006.format(name="the pair encoding", expected="to hold the premise tokens", value=ids))
 
 
-def _is_cuda_oom(err: BaseException) -> bool:
-    import torch
-
-    return isinstance(err, torch.cuda.OutOfMemoryError)
-
-
 def split_prompt(prompt: str) -> Tuple[str, str]:
     """The text before and after the premise of a prompt.
 
@@ -155,7 +148,7 @@ def _load_tokenizer(target: str, kwargs: Dict[str, Any]) -> Any:
         return AutoTokenizer.from_pretrained(target, use_fast=False, **kwargs)
 
 
-class EntailmentBackend:
+class EntailmentBackend(BudgetedBatches):
     """P(entailment) of (premise, hypothesis) inputs with one of three model kinds.
 
     model (str): "default" (the embedded NLI model), a local directory or a
@@ -424,28 +417,7 @@ class EntailmentBackend:
         longest = int(max(lengths))
         if self.max_length is not None and longest > self.max_length:
             raise ValueError(Errors.E108.format(length=longest, name=self.name, limit=self.max_length))
-        for batch in plan_batches(
-            lengths, max_batch_size=self.max_batch_size, max_batch_tokens=self.max_batch_tokens
-        ):
-            rows = run_halving_on_oom(
-                lambda idx: self._forward([build(i) for i in idx]),
-                batch,
-                is_oom=_is_cuda_oom,
-                on_oom=self._on_oom,
-                on_single=lambda i, err: RuntimeError(Errors.E005.format(length=lengths[i])),
-            )
-            out[batch] = rows
-        return out
-
-    def _on_oom(self, size: int) -> None:
-        import torch
-
-        self.n_oom_retries += 1
-        self.max_batch_tokens = max(1, self.max_batch_tokens // 2)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        if self.n_oom_retries == 1:
-            warnings.warn(Warnings.W002.format(size=size))
+        return self.run_batches(lengths, lambda idx: self._forward([build(i) for i in idx]), out)
 
     def _pad(self, inputs: List[Input], *, left: bool) -> Tuple[Any, Any]:
         import torch

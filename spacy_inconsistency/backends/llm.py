@@ -7,6 +7,7 @@ their settings, so a pipeline holding one works with `nlp.pipe(n_process=2)`.
 """
 import hashlib
 import json
+from abc import ABC, abstractmethod
 import logging
 import os
 import random
@@ -54,7 +55,7 @@ def _check_sampling(temperature: float, max_tokens: int, n: int) -> None:
         raise ValueError(Errors.E006.format(name="n", expected="at least 1", value=n))
 
 
-class LLMClient:
+class LLMClient(ABC):
     """The interface every chat client implements.
 
     name (str): What the client is (model name), for traces and caches.
@@ -64,6 +65,7 @@ class LLMClient:
     name: str = "llm"
     max_concurrency: int = 1
 
+    @abstractmethod
     def chat(
         self,
         messages: List[Dict[str, str]],
@@ -82,7 +84,6 @@ class LLMClient:
         seed (Optional[int]): Sampling seed, where the backend supports one.
         RETURNS (List[str]): `n` completion texts.
         """
-        raise NotImplementedError
 
     def chat_many(
         self,

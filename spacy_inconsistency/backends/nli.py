@@ -6,7 +6,7 @@ import numpy
 from spacy.util import registry
 
 from ..errors import Errors, Warnings
-from .batching import plan_batches, run_halving_on_oom
+from .batching import BudgetedBatches
 from .loading import DEFAULT_MODEL, load_model, resolve_device
 
 ENTAILMENT = "entailment"
@@ -64,13 +64,7 @@ def read_label_index(
     return index
 
 
-def _is_cuda_oom(err: BaseException) -> bool:
-    import torch
-
-    return isinstance(err, torch.cuda.OutOfMemoryError)
-
-
-class NLIBackend:
+class NLIBackend(BudgetedBatches):
     """Score premise/hypothesis pairs with an NLI cross-encoder.
 
     model (str): "default" (the model shipped in the package), a local
@@ -205,29 +199,7 @@ class NLIBackend:
         features = self._encode(pairs)
         lengths = [len(f["input_ids"]) for f in features]
         out = numpy.zeros((len(pairs), n_labels), dtype=numpy.float32)
-        for batch in plan_batches(
-            lengths, max_batch_size=self.max_batch_size, max_batch_tokens=self.max_batch_tokens
-        ):
-            rows = run_halving_on_oom(
-                lambda idx: self._forward([features[i] for i in idx]),
-                batch,
-                is_oom=_is_cuda_oom,
-                on_oom=self._on_oom,
-                on_single=lambda i, err: RuntimeError(Errors.E005.format(length=lengths[i])),
-            )
-            out[batch] = rows
-        return out
-
-    def _on_oom(self, size: int) -> None:
-        import torch
-
-        self.n_oom_retries += 1
-        # Later batches start from the budget that is known to fit.
-        self.max_batch_tokens = max(1, self.max_batch_tokens // 2)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        if self.n_oom_retries == 1:
-            warnings.warn(Warnings.W002.format(size=size))
+        return self.run_batches(lengths, lambda idx: self._forward([features[i] for i in idx]), out)
 
     def _forward(self, features: List[Dict[str, List[int]]]) -> numpy.ndarray:
         import torch
