@@ -11,12 +11,9 @@ Memory: per unit only a token count is kept, and each chunk is tokenized
 once to check its size, so memory grows with the number of units, not with
 chunks times tokens.
 """
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import srsly
 from spacy.language import Language
 from spacy.tokens import Doc, SpanGroup
 from thinc.api import Config
@@ -24,6 +21,7 @@ from thinc.api import Config
 from .backends.entailment import EntailmentBackend
 from .errors import Errors
 from .extensions import CHUNKS_KEY, CLAIMS_KEY, UNITS_KEY
+from .serialize import CfgSerializable
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_OVERLAP = 0.25
@@ -222,7 +220,7 @@ def chunk_claims(doc: Doc, backend: EntailmentBackend, claims_key: str, units_ke
     return [text[a:b] for a, b in statement_units(doc, units_key)]
 
 
-class Chunker:
+class Chunker(CfgSerializable):
     """Write SCALE chunks to `doc.spans[chunks_key]`.
 
     name (str): The component name.
@@ -234,6 +232,8 @@ class Chunker:
     chunks_key (str): `doc.spans` key to write.
     claims_key (str): `doc.user_data` key of external claims.
     """
+
+    cfg_keys = CHUNKER_CFG_KEYS
 
     def __init__(
         self,
@@ -274,25 +274,6 @@ class Chunker:
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 32) -> Iterator[Doc]:
         for doc in stream:
             yield self(doc)
-
-    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
-
-    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "Chunker":
-        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
-        self.cfg.update({k: cfg[k] for k in CHUNKER_CFG_KEYS if k in cfg})
-        return self
-
-    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "Chunker":
-        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
-        self.cfg.update({k: cfg[k] for k in CHUNKER_CFG_KEYS if k in cfg})
-        return self
-
 
 @Language.factory(
     "inconsistency_chunker",

@@ -28,13 +28,10 @@ Sentences are matched (redaction, evidence units) by TF-IDF cosine >=
 as "no" with no evidence (for a filter: the union is kept); it is recorded
 in the trace and counted, never raised.
 """
-import json
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 import numpy
-import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -48,6 +45,7 @@ from ..extensions import EVIDENCE, EVIDENCE_TRACE, HAS_INCONSISTENCY, UNITS_KEY,
 from ..metrics.evidence import evidence_metrics, tfidf_cosine, unique_sentences
 from ..segment import Segmenter
 from .pairwise import has_content
+from ..serialize import CfgSerializable
 
 STRATEGIES = ("direct", "self_consistency", "self_criticism", "rnr", "rnr_uf", "rnr_cf")
 # The paper's shorthands, for tables.
@@ -108,7 +106,7 @@ def _judgement(answer: ParsedAnswer) -> bool:
     return bool(answer.ok and answer.judgement)
 
 
-class EvidenceExtractor(Pipe):
+class EvidenceExtractor(CfgSerializable, Pipe):
     """Judge a whole Doc for self-contradiction and extract the evidence sentences.
 
     Writes `doc._.has_inconsistency` (ŷ), `doc._.inconsistency_evidence`
@@ -139,6 +137,8 @@ class EvidenceExtractor(Pipe):
         sentences; else the `inconsistency_segmenter` rules.
     scorer (Optional[Callable]): The scoring method.
     """
+
+    cfg_keys = CFG_KEYS
 
     def __init__(
         self,
@@ -348,25 +348,6 @@ class EvidenceExtractor(Pipe):
             setattr(doc._, HAS_INCONSISTENCY, trace["judgement"])
             setattr(doc._, EVIDENCE, self.evidence_records(self.units(doc), trace["evidence"]))
             doc.user_data[EVIDENCE_TRACE] = trace
-
-    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
-
-    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "EvidenceExtractor":
-        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
-        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
-        return self
-
-    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "EvidenceExtractor":
-        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
-        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
-        return self
-
 
 def evidence_spans(doc: Doc) -> List[Span]:
     """The evidence of `doc._.inconsistency_evidence` that matched a unit, as Spans."""

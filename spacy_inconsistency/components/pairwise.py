@@ -1,11 +1,8 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
-import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -16,6 +13,7 @@ from .. import candidates as _candidates  # noqa: F401  (registers the candidate
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
+from ..serialize import CfgSerializable
 
 DEFAULT_NLI_MODEL_CONFIG = """
 [model]
@@ -155,7 +153,7 @@ def has_content(span: Span) -> bool:
     return any(ch.isalnum() for ch in span.text)
 
 
-class ContradictionDetector(Pipe):
+class ContradictionDetector(CfgSerializable, Pipe):
     """Find pairs of statement units that contradict each other.
 
     Each candidate pair is scored by the NLI backend in both directions and
@@ -179,6 +177,8 @@ class ContradictionDetector(Pipe):
         `max_all_pairs` as described above.
     scorer (Optional[Callable]): The scoring method.
     """
+
+    cfg_keys = CFG_KEYS
 
     def __init__(
         self,
@@ -283,28 +283,6 @@ class ContradictionDetector(Pipe):
     def set_annotations(self, docs: Iterable[Doc], scores: List[PairScores]) -> None:
         for doc, doc_scores in zip(docs, scores):
             setattr(doc._, CONTRADICTIONS, self.findings(doc_scores))
-
-    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        # The stdlib writes floats exactly (0.3 stays 0.3).
-        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
-
-    def from_disk(
-        self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()
-    ) -> "ContradictionDetector":
-        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
-        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
-        return self
-
-    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ContradictionDetector":
-        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
-        self.cfg.update({key: cfg[key] for key in CFG_KEYS if key in cfg})
-        return self
-
 
 @Language.factory(
     "contradiction_detector",

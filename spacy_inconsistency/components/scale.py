@@ -11,12 +11,9 @@ For each claim: P(entailed) against every chunk, the SCALE score (the
 highest), the best chunk, and the most relevant unit found by the paper's
 search tree. Written to ``doc._.inconsistency_scale`` as plain JSON data.
 """
-import json
 import warnings
-from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -30,6 +27,7 @@ from ..chunk import (
 from ..errors import Errors, Warnings
 from ..extensions import CHUNKS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions
 from ..scale import DEFAULT_BRANCHES, tree_search
+from ..serialize import CfgSerializable
 
 RETRIEVAL_SCOPES = ("best_chunk", "document", "none")
 CFG_KEYS = (
@@ -97,7 +95,7 @@ class _DocWork:
         self.empty_source = False
 
 
-class ScaleScorer(Pipe):
+class ScaleScorer(CfgSerializable, Pipe):
     """Score claims against a Doc with SCALE (chunked entailment, max over chunks).
 
     nlp (Language): The pipeline.
@@ -117,6 +115,8 @@ class ScaleScorer(Pipe):
         when absent, chunks are planned here with the same settings.
     claims_key (str): `doc.user_data` key of the claims.
     """
+
+    cfg_keys = CFG_KEYS
 
     def __init__(
         self,
@@ -308,27 +308,6 @@ class ScaleScorer(Pipe):
     def set_annotations(self, docs: Iterable[Doc], works: List[_DocWork]) -> None:
         for doc, work in zip(docs, works):
             setattr(doc._, SCALE_RESULTS, self.results(work))
-
-    # -- serialization --------------------------------------------------------
-
-    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "cfg").write_text(json.dumps(self.cfg, indent=2), encoding="utf-8")
-
-    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
-        cfg = json.loads((Path(path) / "cfg").read_text(encoding="utf-8"))
-        self.cfg.update({k: cfg[k] for k in CFG_KEYS if k in cfg})
-        return self
-
-    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
-        cfg = srsly.msgpack_loads(bytes_data)["cfg"]
-        self.cfg.update({k: cfg[k] for k in CFG_KEYS if k in cfg})
-        return self
-
 
 @Language.factory(
     "scale_scorer",
