@@ -204,6 +204,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "The model '{name}' has no 'entailment' label (its labels: "
         "{labels}); the NLI backend reads P(entailment)."
     )
+    E112 = (
+        "Claim labels must be one True/False per claim ({n_claims} claims), "
+        "got {value!r}."
+    )
+    E113 = (
+        "The reference Doc has {n_labels} claim labels but the predicted Doc "
+        "has {n_claims} scored claims; score Docs built with "
+        "`set_claims(doc, claims, labels=...)` and run `scale_scorer` on them."
+    )
     # evidence extraction (E120-E139)
     E120 = (
         "The request to '{url}' failed {attempts} time(s); last error: {error}. "

@@ -19,6 +19,8 @@ UNITS_KEY = "inconsistency_units"
 SCALE_RESULTS = "inconsistency_scale"
 CHUNKS_KEY = "inconsistency_chunks"
 CLAIMS_KEY = "inconsistency_claims"
+# Gold labels of the claims (True = supported by the source), for the SCALE scorer.
+CLAIM_LABELS_KEY = "inconsistency_claim_labels"
 # Evidence units (char offsets) of `evidence_extractor`; its trace of LLM
 # calls is doc.user_data[EVIDENCE_TRACE].
 EVIDENCE = "inconsistency_evidence"

@@ -4,7 +4,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from spacy.training import Example
 from spacy.util import registry
 
-from .extensions import CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE
+from .errors import Errors
+from .extensions import CLAIM_LABELS_KEY, CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE, SCALE_RESULTS
 
 
 def _overlaps(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
@@ -85,3 +86,57 @@ def score_inconsistency(examples: Iterable[Example], **kwargs: Any) -> Dict[str,
 @registry.scorers("spacy-inconsistency.inconsistency_scorer.v1")
 def make_inconsistency_scorer() -> Callable[..., Dict[str, Optional[float]]]:
     return score_inconsistency
+
+
+SCALE_KEYS = ("scale_auc", "scale_ece", "scale_f", "scale_acc")
+
+
+def score_scale(examples: Iterable[Example], *, threshold: float = 0.5, **kwargs: Any) -> Dict[str, Optional[float]]:
+    """Claim-level scores of `scale_scorer` against gold claim labels.
+
+    examples (Iterable[Example]): The reference Docs carry one label per claim
+        in ``doc.user_data["inconsistency_claim_labels"]`` (True = supported;
+        `set_claims(doc, claims, labels=...)`); the predicted Docs carry
+        ``doc._.inconsistency_scale``. Docs without labels are skipped.
+    threshold (float): A claim is called inconsistent when its SCALE score
+        (P(entailed)) is below this.
+    RETURNS (Dict[str, Optional[float]]): `scale_auc` (ROC-AUC of the score
+        for "supported"), `scale_ece` (15 bins, as the paper), `scale_f` (F1
+        of detecting unsupported claims at the threshold) and `scale_acc`;
+        None where undefined (no labels, or one class only for the AUC).
+    """
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    from .metrics.calibration import expected_calibration_error
+
+    gold: List[int] = []
+    scores: List[float] = []
+    for eg in examples:
+        labels = eg.reference.user_data.get(CLAIM_LABELS_KEY)
+        if labels is None:
+            continue
+        result = getattr(eg.predicted._, SCALE_RESULTS) or {}
+        claims = [c for c in result.get("claims", []) if result.get("mode") == "claims"]
+        if len(claims) != len(labels):
+            raise ValueError(Errors.E113.format(n_labels=len(labels), n_claims=len(claims)))
+        for label, claim in zip(labels, claims):
+            if claim["score"] is None:  # an empty source scores nothing: counted as unsupported
+                scores.append(0.0)
+            else:
+                scores.append(float(claim["score"]))
+            gold.append(int(bool(label)))
+    if not gold:
+        return {key: None for key in SCALE_KEYS}
+    flagged = [s < threshold for s in scores]
+    unsupported = [g == 0 for g in gold]
+    return {
+        "scale_auc": float(roc_auc_score(gold, scores)) if len(set(gold)) == 2 else None,
+        "scale_ece": expected_calibration_error(gold, scores),
+        "scale_f": float(f1_score(unsupported, flagged, zero_division=0)),
+        "scale_acc": sum(f == u for f, u in zip(flagged, unsupported)) / len(gold),
+    }
+
+
+@registry.scorers("spacy-inconsistency.scale_scorer.v1")
+def make_scale_scorer() -> Callable[..., Dict[str, Optional[float]]]:
+    return score_scale

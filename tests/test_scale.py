@@ -5,6 +5,7 @@ import numpy
 import pytest
 import spacy
 from spacy.tokens import DocBin
+from spacy.training import Example
 
 import spacy_inconsistency.chunk  # noqa: F401  (registers the factory)
 import spacy_inconsistency.components.scale  # noqa: F401
@@ -286,3 +287,75 @@ def test_scorer_n_process_2(nlp):
     assert [c["score"] for r in got for c in r["claims"]] == pytest.approx(
         [c["score"] for r in expected for c in r["claims"]], abs=1e-5
     )
+
+
+def _scored_example(nlp, scores, labels, mode="claims"):
+    predicted = nlp.make_doc("A source text.")
+    predicted._.inconsistency_scale = {
+        "mode": mode, "claims": [{"text": f"claim {i}", "score": s} for i, s in enumerate(scores)],
+    }
+    reference = nlp.make_doc("A source text.")
+    if labels is not None:
+        reference.user_data["inconsistency_claim_labels"] = labels
+    return Example(predicted, reference)
+
+
+def test_scale_scorer_hand_worked():
+    from spacy_inconsistency.extensions import install_extensions
+    from spacy_inconsistency.scoring import score_scale
+
+    install_extensions()
+    nlp = spacy.blank("en")
+    examples = [
+        _scored_example(nlp, [0.9, 0.2], [True, False]),
+        _scored_example(nlp, [0.6, 0.7], [True, False]),
+        _scored_example(nlp, [0.1], None),  # no gold labels: skipped
+    ]
+    result = score_scale(examples)
+    # supported {0.9, 0.6} vs unsupported {0.2, 0.7}: 3 of 4 pairs ranked right
+    assert result["scale_auc"] == pytest.approx(0.75)
+    # flagged (< 0.5): only 0.2; unsupported: 0.2 and 0.7 -> P 1, R 0.5
+    assert result["scale_f"] == pytest.approx(2 / 3)
+    assert result["scale_acc"] == pytest.approx(0.75)
+    # one claim per 15-bin bucket: mean |label - score| = (0.1 + 0.2 + 0.4 + 0.7) / 4
+    assert result["scale_ece"] == pytest.approx(0.35)
+    # an empty source (score None) supports nothing: counted as score 0
+    assert score_scale([_scored_example(nlp, [None, 0.8], [False, True])])["scale_auc"] == 1.0
+    assert score_scale([examples[2]]) == {k: None for k in ("scale_auc", "scale_ece", "scale_f", "scale_acc")}
+    with pytest.raises(ValueError, match=r"\[E113\]"):
+        score_scale([_scored_example(nlp, [0.5], [True, False])])
+    # self-mode results have no claims to compare with gold labels
+    with pytest.raises(ValueError, match=r"\[E113\]"):
+        score_scale([_scored_example(nlp, [0.5], [True], mode="self")])
+
+
+def test_scale_scorer_through_nlp_evaluate(nlp):
+    from spacy_inconsistency.scoring import score_scale
+
+    examples = []
+    for claims, labels in ((CLAIMS[:3], [True, False, True]), (CLAIMS[2:], [False, True, False])):
+        reference = make_claims_doc(nlp, PARAGRAPH, claims, labels=labels)
+        examples.append(Example(make_claims_doc(nlp, PARAGRAPH, claims), reference))
+    scores = nlp.evaluate(examples)
+    assert set(scores) >= {"scale_auc", "scale_ece", "scale_f", "scale_acc"}
+    # the same numbers as the scorer on the predicted Docs (nlp.evaluate works on copies),
+    # computed by hand from their claims
+    docs = [nlp(eg.predicted.copy()) for eg in examples]
+    predicted = [c["score"] for doc in docs for c in doc._.inconsistency_scale["claims"]]
+    gold = [1, 0, 1, 0, 1, 0]
+    from sklearn.metrics import roc_auc_score
+
+    assert scores["scale_auc"] == pytest.approx(roc_auc_score(gold, predicted))
+    assert scores["scale_acc"] == pytest.approx(
+        sum((p < 0.5) == (g == 0) for p, g in zip(predicted, gold)) / 6)
+    processed = [Example(doc, eg.reference) for doc, eg in zip(docs, examples)]
+    assert score_scale(processed)["scale_ece"] == pytest.approx(scores["scale_ece"])
+
+
+def test_claim_labels_are_checked(nlp):
+    with pytest.raises(ValueError, match=r"\[E112\]"):
+        make_claims_doc(nlp, PARAGRAPH, CLAIMS[:2], labels=[True])
+    with pytest.raises(ValueError, match=r"\[E112\]"):
+        make_claims_doc(nlp, PARAGRAPH, CLAIMS[:1], labels=[1])
+    doc = make_claims_doc(nlp, PARAGRAPH, CLAIMS[:1], labels=[False])
+    assert doc.user_data["inconsistency_claim_labels"] == [False]

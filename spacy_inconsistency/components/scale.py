@@ -12,7 +12,7 @@ highest), the best chunk, and the most relevant unit found by the paper's
 search tree. Written to ``doc._.inconsistency_scale`` as plain JSON data.
 """
 import warnings
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.pipeline import Pipe
@@ -25,7 +25,9 @@ from ..chunk import (
     statement_units,
 )
 from ..errors import Errors, Warnings
-from ..extensions import CHUNKS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions
+from ..extensions import (
+    CHUNKS_KEY, CLAIM_LABELS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions,
+)
 from ..scale import DEFAULT_BRANCHES, tree_search
 from ..serialize import CfgSerializable
 
@@ -36,12 +38,17 @@ CFG_KEYS = (
 )
 
 
-def set_claims(doc: Doc, claims: Sequence[str], *, key: str = CLAIMS_KEY) -> Doc:
+def set_claims(
+    doc: Doc, claims: Sequence[str], *, key: str = CLAIMS_KEY, labels: Optional[Sequence[bool]] = None,
+) -> Doc:
     """Attach claims to a Doc for `scale_scorer` (and `inconsistency_chunker`).
 
     doc (Doc): The source Doc.
     claims (Sequence[str]): The claims to score against it (e.g. summary sentences).
     key (str): The `doc.user_data` key.
+    labels (Optional[Sequence[bool]]): Gold labels, one per claim (True = the
+        source supports the claim), kept in
+        ``doc.user_data["inconsistency_claim_labels"]`` for the SCALE scorer.
     RETURNS (Doc): The same Doc.
     """
     claims = list(claims)
@@ -50,20 +57,29 @@ def set_claims(doc: Doc, claims: Sequence[str], *, key: str = CLAIMS_KEY) -> Doc
     for i, claim in enumerate(claims):
         if not claim.strip():
             raise ValueError(Errors.E105.format(index=i, premise=0))
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(claims) or not all(isinstance(x, bool) for x in labels):
+            raise ValueError(Errors.E112.format(n_claims=len(claims), value=labels))
+        doc.user_data[CLAIM_LABELS_KEY] = labels
     doc.user_data[key] = claims
     return doc
 
 
-def make_claims_doc(nlp: Language, source: str, claims: Sequence[str], *, key: str = CLAIMS_KEY) -> Doc:
+def make_claims_doc(
+    nlp: Language, source: str, claims: Sequence[str], *, key: str = CLAIMS_KEY,
+    labels: Optional[Sequence[bool]] = None,
+) -> Doc:
     """Tokenize a source text into a Doc that carries its claims (no components run).
 
     nlp (Language): Pipeline whose tokenizer is used.
     source (str): The source text.
     claims (Sequence[str]): The claims.
     key (str): The `doc.user_data` key.
+    labels (Optional[Sequence[bool]]): Gold labels per claim (see `set_claims`).
     RETURNS (Doc): The Doc; run `nlp` (or `nlp.pipe`) on it.
     """
-    return set_claims(nlp.make_doc(source), claims, key=key)
+    return set_claims(nlp.make_doc(source), claims, key=key, labels=labels)
 
 
 def evidence_span(doc: Doc, claim: Dict[str, Any]) -> Optional[Span]:
@@ -114,6 +130,7 @@ class ScaleScorer(CfgSerializable, Pipe):
     chunks_key (str): `doc.spans` key of chunks from `inconsistency_chunker`;
         when absent, chunks are planned here with the same settings.
     claims_key (str): `doc.user_data` key of the claims.
+    scorer (Optional[Callable]): The scoring method (`nlp.evaluate`).
     """
 
     cfg_keys = CFG_KEYS
@@ -132,6 +149,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         units_key: str = UNITS_KEY,
         chunks_key: str = CHUNKS_KEY,
         claims_key: str = CLAIMS_KEY,
+        scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         if retrieval_scope not in RETRIEVAL_SCOPES:
@@ -147,6 +165,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         # planned; that shortens chunks, it cuts no text.
         self.name = name
         self.model = model
+        self.scorer = scorer
         self.cfg: Dict[str, Any] = {
             "chunk_size": chunk_size, "overlap": overlap, "branches": branches,
             "retrieval_scope": retrieval_scope, "self_check": self_check, "units_key": units_key,
@@ -322,7 +341,9 @@ class ScaleScorer(CfgSerializable, Pipe):
         "units_key": UNITS_KEY,
         "chunks_key": CHUNKS_KEY,
         "claims_key": CLAIMS_KEY,
+        "scorer": {"@scorers": "spacy-inconsistency.scale_scorer.v1"},
     },
+    default_score_weights={"scale_auc": 1.0, "scale_f": 0.0, "scale_acc": 0.0, "scale_ece": None},
 )
 def make_scale_scorer(
     nlp: Language,
@@ -336,10 +357,11 @@ def make_scale_scorer(
     units_key: str,
     chunks_key: str,
     claims_key: str,
+    scorer: Optional[Callable],
 ) -> ScaleScorer:
     """Create a `scale_scorer` (see `ScaleScorer` for the settings)."""
     return ScaleScorer(
         nlp, name, model=model, chunk_size=chunk_size, overlap=overlap, branches=branches,
         retrieval_scope=retrieval_scope, self_check=self_check, units_key=units_key,
-        chunks_key=chunks_key, claims_key=claims_key,
+        chunks_key=chunks_key, claims_key=claims_key, scorer=scorer,
     )
