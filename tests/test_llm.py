@@ -51,6 +51,18 @@ class Server:
                     step = server.script.pop(0) if server.script else 200
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                done = False
+
+                def finish():
+                    # Counted as in flight until the answer is about to be written: once
+                    # the client has it, its next request may arrive before a `finally`
+                    # here runs, which would count one request too many.
+                    nonlocal done
+                    if not done:
+                        done = True
+                        with server.lock:
+                            server.in_flight -= 1
+
                 try:
                     if server.delay:
                         time.sleep(server.delay)
@@ -76,13 +88,13 @@ class Server:
                         self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
+                    finish()
                     self.end_headers()
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    finish()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
