@@ -1,4 +1,4 @@
-"""The unrelated-pair builder of the third NLI training stage (scripts/nli/make_unrelated_pairs.py)."""
+"""The data builders of the third NLI training stage (scripts/nli/make_unrelated_pairs.py, make_antonym_pairs.py)."""
 import importlib.util
 import json
 from pathlib import Path
@@ -6,9 +6,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location(
-        "make_unrelated_pairs", ROOT / "scripts" / "nli" / "make_unrelated_pairs.py")
+def load_script(name="make_unrelated_pairs"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "nli" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -63,16 +62,8 @@ def test_content_words_ignore_function_words():
     assert mod.content_words("The man is at the harbour, and it rains.") == {"harbour", "rains"}
 
 
-def load_antonyms():
-    spec = importlib.util.spec_from_file_location(
-        "make_antonym_pairs", ROOT / "scripts" / "nli" / "make_antonym_pairs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_antonym_swap_changes_exactly_one_listed_word():
-    mod = load_antonyms()
+    mod = load_script("make_antonym_pairs")
     table = mod.swap_table(mod.TRAIN)
     assert mod.antonym_swap("Taxes will rise next year.", table) == ("Taxes will fall next year.", "rise")
     # capitalisation kept, and the table works both ways
@@ -92,7 +83,7 @@ def test_antonym_swap_changes_exactly_one_listed_word():
 
 
 def test_held_out_word_lists_are_disjoint_from_training_lists():
-    mod = load_antonyms()
+    mod = load_script("make_antonym_pairs")
     train_words = {w for pair in mod.TRAIN + mod.SYNONYMS for w in pair}
     held_words = {w for pair in mod.HELDOUT + mod.SYNONYMS_HELDOUT for w in pair}
     assert not train_words & held_words, train_words & held_words
