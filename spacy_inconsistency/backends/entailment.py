@@ -15,8 +15,6 @@ are sorted by length, padded per batch to a token budget, and a CUDA
 out-of-memory halves the batch (`backends/batching.py`). On CUDA, weights are
 bf16 (never fp16: T5 overflows in fp16).
 """
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -25,7 +23,7 @@ from spacy.util import registry
 
 from ..errors import Errors
 from .batching import BudgetedBatches
-from .loading import DEFAULT_MODEL, _missing_model_error, logger, resolve_device, resolve_model
+from .loading import DEFAULT_MODEL, _missing_model_error, cached, logger, resolve_device, resolve_model
 
 SEQ2SEQ = "seq2seq"
 NLI = "nli"
@@ -42,22 +40,6 @@ DEFAULT_PROMPTS = {SEQ2SEQ: SCALE_PROMPT, CAUSAL: CAUSAL_PROMPT, NLI: PREMISE + 
 DEFAULT_YES_NO = {SEQ2SEQ: ("Yes", "No"), CAUSAL: (" Yes", " No")}
 # Tokenize this many texts per tokenizer call, so memory stays bounded.
 TOKENIZE_BATCH = 256
-
-_CACHE: Dict[Tuple[Any, ...], Any] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def _after_fork_in_child() -> None:
-    # As in loading.py: a forked worker (`nlp.pipe(n_process=2)`) cannot use
-    # the parent's OpenMP pool; one thread per worker avoids a hang.
-    if _CACHE:
-        import torch
-
-        torch.set_num_threads(1)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass
@@ -380,19 +362,20 @@ class EntailmentBackend(BudgetedBatches):
     def _load_model(self) -> Any:
         from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+        def build() -> Any:
+            cls = AutoModelForSeq2SeqLM if self.kind == SEQ2SEQ else AutoModelForCausalLM
+            try:
+                model = cls.from_pretrained(self._target, torch_dtype=self.dtype, **self._load_kwargs)
+            except (OSError, ValueError) as err:
+                raise _missing_model_error(self.name, self._settings["revision"], err) from err
+            model.to(self.device)
+            model.eval()
+            logger.info("Loaded %s (%s) on %s (%s)", self._target, self.kind, self.device, self.dtype)
+            return model
+
+        # One process-wide cache (and fork hook) with the NLI backend's models.
         key = (self._target, self.kind, str(self.device), str(self.dtype), self._settings["revision"])
-        with _CACHE_LOCK:
-            if key not in _CACHE:
-                cls = AutoModelForSeq2SeqLM if self.kind == SEQ2SEQ else AutoModelForCausalLM
-                try:
-                    model = cls.from_pretrained(self._target, torch_dtype=self.dtype, **self._load_kwargs)
-                except (OSError, ValueError) as err:
-                    raise _missing_model_error(self.name, self._settings["revision"], err) from err
-                model.to(self.device)
-                model.eval()
-                logger.info("Loaded %s (%s) on %s (%s)", self._target, self.kind, self.device, self.dtype)
-                _CACHE[key] = model
-            return _CACHE[key]
+        return cached(key, build)
 
     def score_pairs(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
         """P(entailment) of (premise, hypothesis) text pairs, each tokenized whole.

@@ -3,7 +3,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..errors import Errors
 
@@ -13,7 +13,7 @@ logger.addHandler(logging.NullHandler())
 DEFAULT_MODEL = "default"
 EMBEDDED_MODEL_DIR = "nli-minilm-l6"
 
-_CACHE: Dict[Tuple[Any, ...], Tuple[Any, Any]] = {}
+_CACHE: Dict[Tuple[Any, ...], Any] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -29,6 +29,19 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def cached(key: Tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()` once per process per key, shared by every backend that loads models.
+
+    key (Tuple[Any, ...]): What identifies the loaded object (path, kind, device, dtype, revision).
+    build (Callable[[], Any]): Loads it; called under the cache lock, at most once per key.
+    RETURNS (Any): The shared object.
+    """
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = build()
+        return _CACHE[key]
 
 
 def embedded_model_path() -> Path:
@@ -119,10 +132,8 @@ def load_model(
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     target, is_local = resolve_model(name)
-    key = (target, kind, str(device), str(dtype), revision)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
+
+    def build() -> Tuple[Any, Any]:
         if is_local and not Path(target).is_dir():
             raise _missing_model_error(name, revision, FileNotFoundError(target))
         kwargs: Dict[str, Any] = {"revision": revision}
@@ -138,5 +149,6 @@ def load_model(
         model.to(device)
         model.eval()
         logger.info("Loaded %s on %s (%s)", target, device, dtype)
-        _CACHE[key] = (tokenizer, model)
         return tokenizer, model
+
+    return cached((target, kind, str(device), str(dtype), revision), build)
