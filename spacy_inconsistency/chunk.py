@@ -20,6 +20,7 @@ from thinc.api import Config
 
 from .backends.entailment import EntailmentBackend
 from .errors import Errors
+from .scale import check_chunk_settings
 from .extensions import CHUNKS_KEY, CLAIMS_KEY, UNITS_KEY
 from .serialize import CfgSerializable
 
@@ -142,10 +143,7 @@ def plan_chunks(
     units_key (str): The `doc.spans` key of the units.
     RETURNS (ChunkPlan): The chunks.
     """
-    if chunk_size < 2:
-        raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
-    if not 0.0 <= overlap < 1.0:
-        raise ValueError(Errors.E006.format(name="overlap", expected="in [0, 1)", value=overlap))
+    check_chunk_settings(chunk_size, overlap)
     if backend.max_length is not None:
         chunk_size = min(chunk_size, int(backend.max_length))
     overhead, longest = 0, ""
@@ -246,10 +244,7 @@ class Chunker(CfgSerializable):
         chunks_key: str = CHUNKS_KEY,
         claims_key: str = CLAIMS_KEY,
     ) -> None:
-        if chunk_size < 2:
-            raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
-        if not 0.0 <= overlap < 1.0:
-            raise ValueError(Errors.E006.format(name="overlap", expected="in [0, 1)", value=overlap))
+        check_chunk_settings(chunk_size, overlap)
         self.name = name
         self.model = model
         self.cfg: Dict[str, Any] = {

@@ -62,6 +62,14 @@ def check_room(backend: EntailmentBackend, claim: str, template: Template, chunk
     return room
 
 
+def check_chunk_settings(chunk_size: int, overlap: float, *, overlap_name: str = "overlap") -> None:
+    """E006 unless `chunk_size` >= 2 and `overlap` in [0, 1)."""
+    if chunk_size < 2:
+        raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
+    if not 0.0 <= overlap < 1.0:
+        raise ValueError(Errors.E006.format(name=overlap_name, expected="in [0, 1)", value=overlap))
+
+
 def clamp_chunk_size(backend: EntailmentBackend, chunk_size: int) -> int:
     """`chunk_size`, or the model's input limit when that is smaller (with W101)."""
     if backend.max_length is not None and chunk_size > backend.max_length:
@@ -104,10 +112,7 @@ def score_chunks(
     window_size (float): Overlap of consecutive windows, a fraction in [0, 1).
     RETURNS (List[List[List[float]]]): Premise -> claim -> window scores.
     """
-    if chunk_size < 2:
-        raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
-    if not 0.0 <= window_size < 1.0:
-        raise ValueError(Errors.E006.format(name="window_size", expected="in [0, 1)", value=window_size))
+    check_chunk_settings(chunk_size, window_size, overlap_name="window_size")
     _check_inputs(premises, claims)
     chunk_size = clamp_chunk_size(backend, chunk_size)
     # (premise, template, begin, end) for windows; (ids, n_second) for joint inputs.

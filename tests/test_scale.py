@@ -359,3 +359,17 @@ def test_claim_labels_are_checked(nlp):
         make_claims_doc(nlp, PARAGRAPH, CLAIMS[:1], labels=[1])
     doc = make_claims_doc(nlp, PARAGRAPH, CLAIMS[:1], labels=[False])
     assert doc.user_data["inconsistency_claim_labels"] == [False]
+
+
+@pytest.mark.parametrize("factory", ["scale_scorer", "inconsistency_chunker"])
+@pytest.mark.parametrize("config,name", [({"chunk_size": 1}, "chunk_size"), ({"overlap": 1.0}, "overlap"),
+                                         ({"overlap": -0.1}, "overlap")])
+def test_chunk_settings_are_checked(tiny_t5, factory, config, name):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=rf"\[E006\].*{name}"):
+        nlp.add_pipe(factory, config={"model": {"model": tiny_t5, "device": "cpu"}, **config})
+
+
+def test_score_checks_window_size(tiny_t5):
+    with pytest.raises(ValueError, match=r"\[E006\].*window_size"):
+        score([PARAGRAPH], [["It is raining."]], model=tiny_t5, window_size=1.0, device="cpu")

@@ -28,7 +28,7 @@ from ..errors import Errors, Warnings
 from ..extensions import (
     CHUNKS_KEY, CLAIM_LABELS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions,
 )
-from ..scale import DEFAULT_BRANCHES, tree_search
+from ..scale import DEFAULT_BRANCHES, check_chunk_settings, tree_search
 from ..serialize import CfgSerializable
 
 RETRIEVAL_SCOPES = ("best_chunk", "document", "none")
@@ -156,10 +156,7 @@ class ScaleScorer(CfgSerializable, Pipe):
             raise ValueError(Errors.E110.format(value=retrieval_scope))
         if branches < 2:
             raise ValueError(Errors.E006.format(name="branches", expected="at least 2", value=branches))
-        if chunk_size < 2:
-            raise ValueError(Errors.E006.format(name="chunk_size", expected="at least 2", value=chunk_size))
-        if not 0.0 <= overlap < 1.0:
-            raise ValueError(Errors.E006.format(name="overlap", expected="in [0, 1)", value=overlap))
+        check_chunk_settings(chunk_size, overlap)
         # A chunk_size over the model's input limit (the default 1000 with the
         # 512-token embedded NLI model) is lowered to the limit when chunks are
         # planned; that shortens chunks, it cuts no text.
