@@ -62,3 +62,18 @@ def tiny_binary_nli(tmp_path_factory) -> str:
 def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> str:
+    """A tiny T5 with a sentencepiece vocabulary (tests/scale_fixtures.py), built once per run."""
+    from scale_fixtures import build_tiny_t5
+
+    return str(build_tiny_t5(tmp_path_factory.mktemp("tiny-t5")))
+
+
+@pytest.fixture(scope="session")
+def t5_backend(tiny_t5):
+    from spacy_inconsistency.backends.entailment import EntailmentBackend
+
+    return EntailmentBackend(tiny_t5, device="cpu")

@@ -14,7 +14,7 @@ from spacy_inconsistency.backends.entailment import EntailmentBackend
 from spacy_inconsistency.chunk import plan_chunks, statement_units
 from spacy_inconsistency.components.scale import set_claims
 
-from scale_fixtures import PARAGRAPH, build_tiny_t5
+from scale_fixtures import PARAGRAPH
 
 DIALOGUE = "\n".join(
     f"{name}: {line}"
@@ -27,13 +27,8 @@ DIALOGUE = "\n".join(
 
 
 @pytest.fixture(scope="module")
-def tiny_t5(tmp_path_factory) -> str:
-    return str(build_tiny_t5(tmp_path_factory.mktemp("tiny-t5-chunk")))
-
-
-@pytest.fixture(scope="module")
-def backend(tiny_t5) -> EntailmentBackend:
-    return EntailmentBackend(tiny_t5, device="cpu")
+def backend(t5_backend) -> EntailmentBackend:
+    return t5_backend
 
 
 @pytest.fixture(scope="module")

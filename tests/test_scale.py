@@ -14,7 +14,7 @@ from spacy_inconsistency.backends.entailment import EntailmentBackend, SCALE_PRO
 from spacy_inconsistency.components.scale import evidence_span, make_claims_doc
 from spacy_inconsistency.scale import retrieve, score, tree_groups, window_bounds
 
-from scale_fixtures import PARAGRAPH, build_tiny_causal, build_tiny_t5
+from scale_fixtures import PARAGRAPH, build_tiny_causal
 
 SENTENCES = [s.strip() + "." for s in PARAGRAPH.split(".") if s.strip() and "?" not in s]
 CLAIMS = [
@@ -27,18 +27,8 @@ CLAIMS = [
 
 
 @pytest.fixture(scope="session")
-def tiny_t5(tmp_path_factory) -> str:
-    return str(build_tiny_t5(tmp_path_factory.mktemp("tiny-t5")))
-
-
-@pytest.fixture(scope="session")
 def tiny_causal(tmp_path_factory) -> str:
     return str(build_tiny_causal(tmp_path_factory.mktemp("tiny-causal")))
-
-
-@pytest.fixture(scope="session")
-def t5_backend(tiny_t5) -> EntailmentBackend:
-    return EntailmentBackend(tiny_t5, device="cpu")
 
 
 @pytest.fixture(scope="session")
