@@ -172,9 +172,8 @@ STAGE3_WHY = """## Why a third stage
 
 Scored over all pairs of a corpus of political statements, the stage-2 model called pairs of
 statements about different things contradictory in both directions ("we have got empty
-properties in Paignton" / "Freedom of speech is an absolute right." 0.97 both ways): of 1,000
-held-out pairs of unrelated sentences it flagged 27.1% in one direction and 9.9% in both. Such
-false alarms outnumber the real contradictions of a corpus, and no candidate pre-filter can
+properties in Paignton" / "Freedom of speech is an absolute right." 0.97 both ways; its rate on
+held-out unrelated pairs is the stage-2 column of the table below). Such false alarms outnumber the real contradictions of a corpus, and no candidate pre-filter can
 keep them (they are not topical). It also read opposite predicates on one topic as
 entailment ("Taxes will fall next year." / "Taxes will rise next year." P(entailment) 0.81),
 which are the contradictions a corpus of political statements holds. Stage 3 adds unrelated
