@@ -19,6 +19,11 @@ and strategies combine with `spacy-inconsistency.candidates.union.v1`:
     [components.contradiction_detector.candidates.*.entities]
     @misc = "spacy-inconsistency.candidates.entity_overlap.v1"
 
+A strategy with `needs_scorer = True` (`contradiction_hubs`) scores some
+probe pairs itself and is called as `strategy(units, scorer=scorer)`; the
+detector passes a scorer that remembers those scores, so they are not paid
+twice. Use `run_strategy`, which passes the scorer only where it is needed.
+
 Units may come from several Docs (see `spacy_inconsistency.compare`); the
 strategies only look at each unit's text, tokens and the entities of its Doc.
 Memory stays linear in the number of units: neighbour search and overlap
@@ -27,7 +32,7 @@ number of partners per unit.
 """
 import warnings
 from collections import defaultdict
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.tokens import Span
@@ -37,6 +42,8 @@ from .backends.embeddings import SentenceEncoder, block_rows, nearest_neighbours
 from .errors import Errors, Warnings
 
 CandidateStrategy = Callable[[Sequence[Span]], numpy.ndarray]
+# Scores index pairs (k, 2) with the NLI model: (forward, backward) P(contradiction).
+PairScorer = Callable[[numpy.ndarray], Tuple[numpy.ndarray, numpy.ndarray]]
 
 EMPTY_PAIRS = numpy.zeros((0, 2), dtype=numpy.int64)
 
@@ -327,6 +334,95 @@ class EntityOverlap:
         return normalise_pairs(numpy.concatenate(pairs), len(units))
 
 
+@registry.misc("spacy-inconsistency.candidates.contradiction_hubs.v1")
+def make_hub_strategy(
+    probes: int = 8,
+    hub_share: float = 0.01,
+    max_hubs: Optional[int] = 100,
+    seed: int = 0,
+) -> CandidateStrategy:
+    """The most contradiction-prone units against all others.
+
+    Topical strategies miss contradictions between units that are not about
+    the same thing: a sweeping claim ("We support minimal government
+    intervention in all areas of life.") against statements on many topics,
+    or a context-free fragment ("in another sense we don't") that the model
+    reads as contradicting many statements. Such units contradict many
+    others, so they can be found cheaply: each unit is scored (both
+    directions) against `probes` random others, its propensity is the mean
+    P(contradiction) of its probe pairs, and the ceil(hub_share * n) units
+    with the highest propensity (at most `max_hubs`) are paired with every
+    other unit. The probe pairs are candidates too; the detector does not
+    score them twice. Cost: about probes * n + hubs * n pairs; memory is
+    linear in n for a fixed `max_hubs`.
+
+    Needs the NLI model, so it only runs where a scorer is passed:
+    `contradiction_detector`, `find_contradictions` and `compare_docs` do.
+
+    probes (int): Random partners per unit (seeded, so runs repeat).
+    hub_share (float): Share of units paired with all others.
+    max_hubs (Optional[int]): Cap on the number of such units; None: no cap.
+    seed (int): Seed of the random partners.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if probes < 1:
+        raise ValueError(Errors.E006.format(name="probes", expected="at least 1", value=probes))
+    if not 0.0 <= hub_share <= 1.0:
+        raise ValueError(Errors.E006.format(name="hub_share", expected="in [0, 1]", value=hub_share))
+    if max_hubs is not None and max_hubs < 0:
+        raise ValueError(Errors.E006.format(name="max_hubs", expected="0 or more, or null", value=max_hubs))
+    return ContradictionHubs(probes=probes, hub_share=hub_share, max_hubs=max_hubs, seed=seed)
+
+
+class ContradictionHubs:
+    """Probe pairs plus the rows of the most contradiction-prone units (see `make_hub_strategy`)."""
+
+    needs_scorer = True
+
+    def __init__(self, *, probes: int, hub_share: float, max_hubs: Optional[int], seed: int) -> None:
+        self.probes = probes
+        self.hub_share = hub_share
+        self.max_hubs = max_hubs
+        self.seed = seed
+
+    def probe_pairs(self, n_units: int) -> numpy.ndarray:
+        """Each unit with `probes` random partners (each unit is also the partner of `probes` units);
+        all pairs when that is at least every other unit."""
+        if self.probes >= n_units - 1:
+            return all_pairs(n_units)
+        rng = numpy.random.default_rng(self.seed)
+        partners = numpy.stack([rng.permutation(n_units) for _ in range(self.probes)], axis=1)
+        pairs = numpy.stack([numpy.repeat(numpy.arange(n_units), self.probes), partners.ravel()], axis=1)
+        return normalise_pairs(pairs[pairs[:, 0] != pairs[:, 1]], n_units)
+
+    def n_hubs(self, n_units: int) -> int:
+        h = int(numpy.ceil(self.hub_share * n_units - 1e-9))
+        return min(h, n_units, self.max_hubs if self.max_hubs is not None else n_units)
+
+    def propensity(self, n_units: int, pairs: numpy.ndarray, forward: numpy.ndarray, backward: numpy.ndarray):
+        """Mean P(contradiction), both directions, over each unit's probe pairs."""
+        both = (numpy.asarray(forward, dtype=numpy.float64) + numpy.asarray(backward, dtype=numpy.float64)) / 2
+        total = numpy.zeros(n_units)
+        count = numpy.zeros(n_units)
+        numpy.add.at(total, pairs[:, 0], both)
+        numpy.add.at(total, pairs[:, 1], both)
+        numpy.add.at(count, pairs.ravel(), 1)
+        return total / numpy.maximum(count, 1)
+
+    def __call__(self, units: Sequence[Span], scorer: Optional[PairScorer] = None) -> numpy.ndarray:
+        if scorer is None:
+            raise ValueError(Errors.E187.format(strategy="contradiction_hubs"))
+        n = len(units)
+        if n < 2:
+            return EMPTY_PAIRS.copy()
+        probes = self.probe_pairs(n)
+        forward, backward = scorer(probes)
+        propensity = self.propensity(n, probes, forward, backward)
+        hubs = numpy.argsort(-propensity, kind="stable")[: self.n_hubs(n)]
+        rows = numpy.stack([numpy.repeat(hubs, n), numpy.tile(numpy.arange(n), len(hubs))], axis=1)
+        return normalise_pairs(numpy.concatenate([probes, rows[rows[:, 0] != rows[:, 1]]]), n)
+
+
 @registry.misc("spacy-inconsistency.candidates.classic.v1")
 def make_classic_strategy(window: int = 4, max_all_pairs: int = 100) -> CandidateStrategy:
     """The detector's built-in rule: all pairs up to `max_all_pairs`, else a window.
@@ -369,11 +465,31 @@ class UnionStrategy:
     def __init__(self, strategies: List[CandidateStrategy]) -> None:
         self.strategies = strategies
 
-    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
-        found = [numpy.asarray(s(units), dtype=numpy.int64).reshape(-1, 2) for s in self.strategies]
+    @property
+    def needs_scorer(self) -> bool:
+        return any(needs_scorer(s) for s in self.strategies)
+
+    def __call__(self, units: Sequence[Span], scorer: Optional[PairScorer] = None) -> numpy.ndarray:
+        found = [numpy.asarray(run_strategy(s, units, scorer=scorer), dtype=numpy.int64) for s in self.strategies]
         return normalise_pairs(numpy.concatenate(found), len(units))
 
 
-def run_strategy(strategy: CandidateStrategy, units: Sequence[Span]) -> numpy.ndarray:
-    """Call a strategy and check what it returns (E182 on bad pairs)."""
+def needs_scorer(strategy: CandidateStrategy) -> bool:
+    """Whether a strategy scores pairs itself (and must be given a scorer)."""
+    return bool(getattr(strategy, "needs_scorer", False))
+
+
+def run_strategy(
+    strategy: CandidateStrategy, units: Sequence[Span], *, scorer: Optional[PairScorer] = None
+) -> numpy.ndarray:
+    """Call a strategy and check what it returns (E182 on bad pairs).
+
+    strategy (CandidateStrategy): The strategy.
+    units (Sequence[Span]): The units.
+    scorer (Optional[PairScorer]): Passed to strategies that score probe
+        pairs with the model (`needs_scorer`); others never see it.
+    RETURNS (numpy.ndarray): int64, shape (k, 2), i < j, sorted.
+    """
+    if needs_scorer(strategy):
+        return normalise_pairs(strategy(units, scorer=scorer), len(units))
     return normalise_pairs(strategy(units), len(units))

@@ -19,7 +19,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .candidates import all_pairs, run_strategy
-from .components.pairwise import ContradictionDetector, doc_units, has_content, score_pairs
+from .components.pairwise import ContradictionDetector, ProbeScores, doc_units, has_content, score_candidates
 from .errors import Errors, Warnings
 from .extensions import unit_record
 
@@ -136,8 +136,10 @@ def find_contradictions(
         doc_unit_list = _units(doc, pipe)
         units.extend(doc_unit_list)
         owner.extend([i] * len(doc_unit_list))
+    texts = [u.text.strip() for u in units]
+    probed = ProbeScores(pipe.model, texts, chunk_size=chunk_size)
     if pipe.candidates is not None:
-        pairs = run_strategy(pipe.candidates, units)
+        pairs = run_strategy(pipe.candidates, units, scorer=probed)
     else:
         pairs = all_pairs(len(units))
         if len(pairs) > LARGE_ALL_PAIRS:
@@ -148,9 +150,8 @@ def find_contradictions(
         keep = (same & within_docs) | (~same & across_docs)
         pairs = pairs[keep]
     cut = pipe.cfg["threshold"] if threshold is None else threshold
-    texts = [u.text.strip() for u in units]
-    scores = score_pairs(
-        pipe.model, texts, pairs, aggregation=pipe.cfg["aggregation"], threshold=cut, chunk_size=chunk_size
+    scores = score_candidates(
+        pipe.model, texts, pairs, probed, aggregation=pipe.cfg["aggregation"], threshold=cut, chunk_size=chunk_size
     )
     logger.info("scored %d of %d unit pairs", len(pairs), len(units) * (len(units) - 1) // 2)
     keep_idx = numpy.flatnonzero(scores.score >= cut)

@@ -390,3 +390,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "`nlp.add_pipe(\"contradiction_detector\")` (or 'inconsistency_detector') "
         "or pass `detector=` with the name of yours."
     )
+    E187 = (
+        "The candidate strategy {strategy} scores probe pairs with the NLI "
+        "model, so it needs a pair scorer; it runs inside `contradiction_detector` "
+        "and `find_contradictions`/`compare_docs`, which pass theirs. To call it "
+        "directly, pass `scorer=` (pairs -> (forward, backward) P(contradiction))."
+    )

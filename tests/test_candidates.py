@@ -9,7 +9,7 @@ from thinc.api import Config
 
 from spacy_inconsistency.backends.embeddings import ann_neighbours, block_rows, exact_neighbours
 from spacy_inconsistency.candidates import (
-    make_all_pairs_strategy, make_classic_strategy, make_entity_strategy, make_lexical_strategy,
+    make_all_pairs_strategy, make_classic_strategy, make_entity_strategy, make_hub_strategy, make_lexical_strategy,
     make_union_strategy, make_window_strategy, neighbour_pairs, normalise_pairs, run_strategy,
 )
 from spacy_inconsistency.components.pairwise import candidate_pairs
@@ -170,3 +170,73 @@ def test_registered_and_configurable_and_picklable():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(make_lexical_strategy()(spans(["Only one."]))) == 0
+
+
+class HotScorer:
+    """A stand-in for the NLI model: pairs touching a 'hot' unit contradict (forward 0.9 / backward 0.7
+    for unit 7, 0.6 / 0.5 for unit 23), all others barely (0.05 / 0.01). Records what it is asked."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, pairs):
+        self.calls.append(numpy.asarray(pairs).copy())
+        heat_f = numpy.where((pairs == 7).any(axis=1), 0.9, numpy.where((pairs == 23).any(axis=1), 0.6, 0.05))
+        heat_b = numpy.where((pairs == 7).any(axis=1), 0.7, numpy.where((pairs == 23).any(axis=1), 0.5, 0.01))
+        return heat_f.astype(numpy.float32), heat_b.astype(numpy.float32)
+
+
+def partners(pairs, unit):
+    return {j if i == unit else i for i, j in numpy.asarray(pairs).tolist() if unit in (i, j)}
+
+
+def test_hubs_pair_the_most_contradiction_prone_units_with_everything():
+    n = 40
+    units = spans([f"Unit {i}." for i in range(n)])
+    scorer = HotScorer()
+    strategy = make_hub_strategy(probes=3, hub_share=0.05)  # ceil(0.05 * 40) = 2 hubs
+    got = run_strategy(strategy, units, scorer=scorer)
+    assert len(scorer.calls) == 1
+    probes = scorer.calls[0]
+    # Each unit has 3 random partners of its own (and is drawn by others): at least 3 probe partners.
+    assert min(len(partners(probes, u)) for u in range(n)) >= 3
+    assert as_set(probes) == as_set(strategy.probe_pairs(n))
+    assert partners(got, 7) == set(range(n)) - {7}
+    assert partners(got, 23) == set(range(n)) - {23}
+    hub_rows = {tuple(sorted((h, u))) for h in (7, 23) for u in range(n) if u != h}
+    assert as_set(got) == as_set(probes) | hub_rows
+    assert max(len(partners(got, u)) for u in range(n) if u not in (7, 23)) < n - 1
+    # One hub allowed: the hotter unit.
+    one = make_hub_strategy(probes=3, hub_share=0.05, max_hubs=1)(units, scorer=HotScorer())
+    assert partners(one, 7) == set(range(n)) - {7}
+    assert len(partners(one, 23)) < n - 1
+    # Seeded: the same probes each run, other probes with another seed.
+    assert got.tolist() == run_strategy(make_hub_strategy(probes=3, hub_share=0.05), units, scorer=HotScorer()).tolist()
+    other = HotScorer()
+    make_hub_strategy(probes=3, hub_share=0.05, seed=1)(units, scorer=other)
+    assert as_set(other.calls[0]) != as_set(probes)
+
+
+def test_hubs_need_a_scorer_and_sane_settings():
+    units = spans([f"Unit {i}." for i in range(5)])
+    with pytest.raises(ValueError, match="E187"):
+        run_strategy(make_hub_strategy(), units)
+    with pytest.raises(ValueError, match="E187"):  # also inside a union
+        run_strategy(make_union_strategy(make_window_strategy(1), make_hub_strategy()), units)
+    for bad in ({"probes": 0}, {"hub_share": 1.5}, {"max_hubs": -1}):
+        with pytest.raises(ValueError, match="E006"):
+            make_hub_strategy(**bad)
+    assert run_strategy(make_hub_strategy(), units[:1], scorer=HotScorer()).shape == (0, 2)
+    # More probes than partners: every pair is probed once, nothing out of range.
+    assert len(run_strategy(make_hub_strategy(probes=10, hub_share=0.0), units, scorer=HotScorer())) == 10
+
+
+def test_union_passes_the_scorer_to_the_strategies_that_need_it():
+    units = spans([f"Unit {i}." for i in range(30)])
+    scorer = HotScorer()
+    union = make_union_strategy(make_window_strategy(1), make_hub_strategy(probes=2, hub_share=1 / 30))
+    got = run_strategy(union, units, scorer=scorer)
+    assert union.needs_scorer and len(scorer.calls) == 1
+    assert as_set(got) == as_set(make_window_strategy(1)(units)) | as_set(
+        make_hub_strategy(probes=2, hub_share=1 / 30)(units, scorer=HotScorer()))
+    assert partners(got, 7) == set(range(30)) - {7}

@@ -95,3 +95,25 @@ def test_default_model_finds_the_contradiction_across_years():
     assert ("2019", "2020") in pairs
     assert ("2021", "2022") not in pairs
     assert all(f["score"] >= 0.5 for f in found)
+
+
+def test_hub_strategy_across_docs_reuses_probe_scores(tiny_nli):
+    hubs = {"@misc": "spacy-inconsistency.candidates.contradiction_hubs.v1", "probes": 1, "hub_share": 0.2}
+    statements = [f"Statement {i} is about the {w}." for i, w in enumerate(
+        "tax budget road school tunnel harbour bridge river park tower".split())]
+    full = {tuple(u["text"] for u in f["units"]): f for f in find_contradictions(
+        make_nlp(tiny_nli, threshold=0.0), statements)}
+    assert len(full) == 45
+    nlp = make_nlp(tiny_nli, threshold=0.0, candidates=hubs)
+    detector = get_detector(nlp)
+    asked = []
+    predict = detector.model.predict
+    detector.model.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
+    found = find_contradictions(nlp, statements)
+    assert 10 < len(found) < 45  # probes and two hubs' rows
+    for f in found:
+        key = tuple(u["text"] for u in f["units"])
+        assert f["score"] == pytest.approx(full[key]["score"], abs=1e-5)
+        assert f["directions"] == pytest.approx(full[key]["directions"], abs=1e-5)
+    # threshold 0: every pair is scored both ways, each direction once.
+    assert len(asked) == 2 * len(found) and len(set(asked)) == len(asked)

@@ -168,3 +168,54 @@ def test_score_pairs_lazy_reverse_keeps_the_same_findings(tiny_nli, aggregation)
             assert numpy.isnan(lazy.backward).sum() == (full.forward < threshold).sum()
     expected = backend.predict([(texts[0], texts[1]), (texts[1], texts[0])])["contradiction"]
     numpy.testing.assert_allclose([full.forward[0], full.backward[0]], expected, atol=1e-5)
+
+
+def test_hub_strategy_in_the_detector_scores_each_pair_once(tiny_nli):
+    from spacy_inconsistency.candidates import make_hub_strategy, run_strategy
+    from spacy_inconsistency.components.pairwise import ProbeScores
+
+    text = " ".join(f"Statement number {i} says the {w} is here." for i, w in enumerate(
+        "tax budget road school tunnel harbour bridge river park tower".split()))
+    hubs = {"@misc": "spacy-inconsistency.candidates.contradiction_hubs.v1", "probes": 2, "hub_share": 0.1}
+    nlp = make_nlp(tiny_nli, threshold=0.0, candidates=hubs)
+    detector = nlp.get_pipe("contradiction_detector")
+    asked = []
+    predict = detector.model.predict
+    detector.model.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
+    doc = nlp(text)
+    units = list(doc.spans["inconsistency_units"])
+    texts = [u.text.strip() for u in units]
+    expected = run_strategy(make_hub_strategy(probes=2, hub_share=0.1), units, scorer=ProbeScores(
+        NLIBackend(tiny_nli, device="cpu"), texts))
+    assert 10 < len(expected) < 45  # probes and one hub's row, not all 45 pairs
+    found = {tuple(units.index(doc.char_span(u["start_char"], u["end_char"])) for u in f["units"]): f
+             for f in doc._.contradictions}
+    assert set(found) == set(map(tuple, expected.tolist()))
+    # Probe scores are reused, not recomputed: each candidate pair costs its two directions once.
+    assert len(asked) == 2 * len(expected)
+    assert len(set(asked)) == len(asked)
+    reference = NLIBackend(tiny_nli, device="cpu")
+    for (i, j), f in found.items():
+        forward, backward = reference.predict([(texts[i], texts[j]), (texts[j], texts[i])])["contradiction"]
+        assert f["directions"] == pytest.approx([forward, backward], abs=1e-5)
+        assert f["score"] == pytest.approx(min(forward, backward), abs=1e-5)
+
+
+def test_probe_scores_remember_pairs_and_score_only_new_ones(tiny_nli):
+    from spacy_inconsistency.components.pairwise import ProbeScores
+
+    texts = ["The budget was approved.", "The budget was rejected.", "A man plays guitar.", "Nobody plays music."]
+    backend = NLIBackend(tiny_nli, device="cpu")
+    asked = []
+    predict = backend.predict
+    backend.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
+    probed = ProbeScores(backend, texts, chunk_size=2)
+    f1, b1 = probed(numpy.array([[0, 1], [2, 3], [0, 1]]))
+    assert len(asked) == 4 and len(probed) == 2  # the repeated pair is scored once
+    f2, b2 = probed(numpy.array([[2, 3], [1, 3], [0, 1]]))
+    assert len(asked) == 6  # only (1, 3) is new
+    assert f2[[0, 2]].tolist() == f1[[1, 0]].tolist() and b2[[0, 2]].tolist() == b1[[1, 0]].tolist()
+    expected = NLIBackend(tiny_nli, device="cpu").predict([(texts[1], texts[3]), (texts[3], texts[1])])["contradiction"]
+    numpy.testing.assert_allclose([f2[1], b2[1]], expected, atol=1e-5)
+    known, forward, backward = probed.lookup(numpy.array([[0, 2], [1, 3]]))
+    assert known.tolist() == [False, True] and numpy.isnan(forward[0]) and forward[1] == f2[1]

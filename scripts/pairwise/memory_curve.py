@@ -35,12 +35,12 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def one_size(root: str, size: int, k: int, vectors_from: str = "encoder") -> dict:
+def one_size(root: str, size: int, k: int, vectors_from: str = "encoder", threads: int = 1) -> dict:
     import numpy
     import spacy
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     from spacy_inconsistency.backends.embeddings import SentenceEncoder
     from spacy_inconsistency.candidates import make_embedding_strategy, make_lexical_strategy, normalise_pairs
     from spacy_inconsistency.corpora.qualomat import iter_qualomat_comments
@@ -108,17 +108,18 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--vectors", default="encoder", choices=["encoder", "random"],
                         help="'random': skip the encoder and measure the search stage on random unit vectors")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the encoder")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default="metrics/pairwise_memory.json")
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors)))
+        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors, args.threads)))
         return
     results = []
     for size in args.sizes:
         proc = subprocess.run(
             [sys.executable, __file__, "--qualomat", args.qualomat, "--k", str(args.k), "--vectors", args.vectors,
-             "--one", str(size)],
+             "--threads", str(args.threads), "--one", str(size)],
             check=True, capture_output=True, text=True,
         )
         result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -148,6 +148,82 @@ def score_pairs(
     return PairScores([], pairs, forward, backward, score.astype(numpy.float32))
 
 
+class ProbeScores:
+    """Scores both directions of the pairs a candidate strategy probes, and remembers them.
+
+    Strategies that pick pairs by scoring some first (`needs_scorer`, e.g.
+    `contradiction_hubs`) get this as their scorer; the detector then reuses
+    the remembered scores instead of scoring those pairs again. What is
+    remembered is three arrays (pair keys and the two directions' scores).
+
+    model (NLIBackend): The NLI backend.
+    texts (Sequence[str]): Unit texts.
+    chunk_size (int): Pairs sent to the backend at once.
+    """
+
+    def __init__(self, model: NLIBackend, texts: Sequence[str], *, chunk_size: int = 4096) -> None:
+        self.model = model
+        self.texts = texts
+        self.chunk_size = chunk_size
+        self.keys = numpy.zeros(0, dtype=numpy.int64)  # i * n + j, sorted
+        self.forward = numpy.zeros(0, dtype=numpy.float32)
+        self.backward = numpy.zeros(0, dtype=numpy.float32)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _keys(self, pairs: numpy.ndarray) -> numpy.ndarray:
+        return pairs[:, 0] * len(self.texts) + pairs[:, 1]
+
+    def lookup(self, pairs: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+        """(known mask, forward, backward) for `pairs`; unknown pairs get NaN."""
+        pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
+        keys = self._keys(pairs)
+        pos = numpy.minimum(numpy.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        known = self.keys[pos] == keys if len(self.keys) else numpy.zeros(len(keys), dtype=bool)
+        forward = numpy.full(len(keys), numpy.nan, dtype=numpy.float32)
+        backward = numpy.full(len(keys), numpy.nan, dtype=numpy.float32)
+        forward[known] = self.forward[pos[known]]
+        backward[known] = self.backward[pos[known]]
+        return known, forward, backward
+
+    def __call__(self, pairs: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
+        known, _, _ = self.lookup(pairs)
+        new = numpy.unique(pairs[~known], axis=0)
+        if len(new):
+            scores = score_pairs(
+                self.model, self.texts, new, aggregation="mean", lazy_reverse=False, chunk_size=self.chunk_size
+            )
+            keys = numpy.concatenate([self.keys, self._keys(new)])
+            order = numpy.argsort(keys, kind="stable")
+            self.keys = keys[order]
+            self.forward = numpy.concatenate([self.forward, scores.forward])[order]
+            self.backward = numpy.concatenate([self.backward, scores.backward])[order]
+        _, forward, backward = self.lookup(pairs)
+        return forward, backward
+
+
+def score_candidates(
+    model: NLIBackend,
+    texts: Sequence[str],
+    pairs: numpy.ndarray,
+    probed: Optional[ProbeScores] = None,
+    **kwargs: Any,
+) -> PairScores:
+    """`score_pairs`, reusing the scores of pairs a strategy already probed."""
+    pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
+    if probed is None or not len(probed):
+        return score_pairs(model, texts, pairs, **kwargs)
+    known, forward, backward = probed.lookup(pairs)
+    rest = score_pairs(model, texts, pairs[~known], **kwargs)
+    forward[~known] = rest.forward
+    backward[~known] = rest.backward
+    aggregation = kwargs.get("aggregation", "min")
+    score = numpy.where(numpy.isnan(backward), forward, AGGREGATIONS[aggregation](forward, backward))
+    return PairScores([], pairs, forward, backward, score.astype(numpy.float32))
+
+
 def has_content(span: Span) -> bool:
     """Whether a unit has a letter or digit; units without one are not paired."""
     return any(ch.isalnum() for ch in span.text)
@@ -239,28 +315,38 @@ class ContradictionDetector(CfgSerializable, Pipe):
         texts: List[Tuple[str, str]] = []
         for doc in docs:
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
-            pairs = self.unit_pairs(units)
             unit_texts = [u.text.strip() for u in units]
-            for i, j in pairs.tolist():
+            probed = ProbeScores(self.model, unit_texts)
+            pairs = self.unit_pairs(units, scorer=probed)
+            known, forward, backward = probed.lookup(pairs)
+            for i, j in pairs[~known].tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
                 texts.append((unit_texts[j], unit_texts[i]))
-            per_doc.append((units, pairs))
+            per_doc.append((units, pairs, known, forward, backward))
         contradiction = self.model.predict(texts)[CONTRADICTION] if texts else numpy.zeros(0, dtype=numpy.float32)
         aggregate = AGGREGATIONS[self.cfg["aggregation"]]
         out = []
         offset = 0
-        for units, pairs in per_doc:
-            k = len(pairs)
+        for units, pairs, known, forward, backward in per_doc:
+            k = int((~known).sum())
             scores = contradiction[offset : offset + 2 * k]
             offset += 2 * k
-            forward, backward = scores[0::2], scores[1::2]
+            forward[~known], backward[~known] = scores[0::2], scores[1::2]
             out.append(PairScores(units, pairs, forward, backward, aggregate(forward, backward)))
         return out
 
-    def unit_pairs(self, units: Sequence[Span]) -> numpy.ndarray:
-        """The candidate pairs of units: the `candidates` strategy, else window / all pairs."""
+    def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
+        """The candidate pairs of units: the `candidates` strategy, else window / all pairs.
+
+        units (Sequence[Span]): The units.
+        scorer (Optional[PairScorer]): For strategies that probe pairs with
+            the model; None scores with this detector's model (not remembered).
+        RETURNS (numpy.ndarray): int64, shape (k, 2), i < j.
+        """
         if self.candidates is not None:
-            return _candidates.run_strategy(self.candidates, units)
+            if scorer is None and _candidates.needs_scorer(self.candidates):
+                scorer = ProbeScores(self.model, [u.text.strip() for u in units])
+            return _candidates.run_strategy(self.candidates, units, scorer=scorer)
         return candidate_pairs(len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"])
 
     def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
