@@ -28,6 +28,13 @@ scored against all earlier ones) and stops when time is up, so the sample is
 always a random set whose pairs are all scored. `--from-scores scores.npz`
 re-evaluates the strategies without NLI calls.
 
+After that, `contradiction_hubs` (with and without embedding neighbours) is
+evaluated over the whole corpus against the same reference: its probe pairs
+(--hub-probes per statement, both directions) are scored once and kept in
+--probe-scores. `--disjoint-from earlier_scores.npz` draws a second sample
+from the statements the first did not use: a check of the strategy chosen
+on the first, on contradictions it has not seen.
+
 `--reference forward` takes as reference the pairs whose first direction
 alone reaches the threshold (for when the `min` reference is empty, as it is
 for German text and the English-trained default model); `--scores` keeps
@@ -469,6 +476,88 @@ def evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, thres
     return out
 
 
+def hub_evaluation(spans, texts, vectors, references, budget, *, probes, seed, backend_factory, cache=None,
+                   knn_grid=(0, 20, 50, 100, 150)) -> dict:
+    """`contradiction_hubs` (+ embedding neighbours) over the whole corpus, at the pair budget.
+
+    The probe pairs (each statement against `probes` random others) are
+    scored in both directions by the NLI model, once (saved to `cache`, .npz,
+    and reused from there). For each neighbour count k, the largest number of
+    hubs (statements paired with all others) that keeps the union within the
+    budget, and the share of each reference set (name -> pairs; the first is
+    the sample's contradictions) it keeps. The rule
+    fixed in advance (as on the sample, "hubs+knn"): half the budget to the
+    neighbours (the largest k of the grid within it), the rest to probes and hubs.
+    """
+    from spacy_inconsistency.candidates import ContradictionHubs, normalise_pairs, run_strategy
+    from spacy_inconsistency.components.pairwise import score_pairs
+
+    n = len(texts)
+    total = n * (n - 1) // 2
+    probe_pairs = ContradictionHubs(probes=probes, hub_share=0.0, max_hubs=None, seed=seed).probe_pairs(n)
+    out = {"probes": probes, "probe_pairs": int(len(probe_pairs)), "probe_fraction": len(probe_pairs) / total}
+    if cache and os.path.exists(cache):
+        z = numpy.load(cache)
+        assert numpy.array_equal(z["pairs"], probe_pairs), f"{cache} holds other probe pairs"
+        forward, backward = z["forward"], z["backward"]
+        out["probe_seconds"] = float(z["elapsed"])
+        out["probe_scores_from"] = cache
+    else:
+        backend = backend_factory()
+        t = time.time()
+        scores = score_pairs(backend, texts, probe_pairs, aggregation="mean", lazy_reverse=False, chunk_size=2048)
+        forward, backward = scores.forward, scores.backward
+        out["probe_seconds"] = time.time() - t
+        if cache:
+            numpy.savez(cache, pairs=probe_pairs, forward=forward, backward=backward, elapsed=out["probe_seconds"])
+    out["probe_nli_calls_per_s"] = round(2 * len(probe_pairs) / max(out["probe_seconds"], 1e-9), 1)
+    out["probe_seconds"] = round(out["probe_seconds"], 1)
+    print(f"probes: {len(probe_pairs):,} pairs ({100 * out['probe_fraction']:.2f}%), both directions, "
+          f"{out['probe_seconds']:.0f}s", flush=True)
+
+    def scorer(pairs):
+        assert numpy.array_equal(pairs, probe_pairs)
+        return forward, backward
+
+    knn = {0: numpy.zeros((0, 2), dtype=numpy.int64)}
+
+    def candidates(k, h):
+        if k not in knn:
+            knn[k] = candidate_family("knn", k, spans, vectors)
+        hubs = run_strategy(ContradictionHubs(probes=probes, hub_share=1.0, max_hubs=h, seed=seed), spans,
+                            scorer=scorer)
+        return normalise_pairs(numpy.concatenate([hubs, knn[k]]), n)
+
+    propensity = ContradictionHubs(probes=probes, hub_share=0.0, max_hubs=None, seed=seed).propensity(
+        n, probe_pairs, forward, backward)
+    rank = numpy.empty(n, dtype=numpy.int64)
+    rank[numpy.argsort(-propensity, kind="stable")] = numpy.arange(n)
+    first = next(iter(references.values()))
+    out["reference_best_propensity_rank"] = sorted(int(min(rank[i], rank[j])) for i, j in first)
+    rows = []
+    for k in knn_grid:
+        if k and len(candidates(k, 0)) / total > budget:
+            break
+        lo, hi = 0, n  # largest h within the budget (the union grows with h)
+        if len(candidates(k, 0)) / total > budget:
+            continue
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if len(candidates(k, mid)) / total <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        cand = candidates(k, lo)
+        rows.append({"knn_k": k, "hubs": lo, "pairs": int(len(cand)), "fraction": len(cand) / total,
+                     "recall": {name: recall_of(cand, ref) for name, ref in references.items()}})
+        print(f"corpus: knn k={k} + {probes} probes + {lo} hubs: {100 * len(cand) / total:.2f}% of all pairs, keeps "
+              + ", ".join(f"{name} {r:.3f}" for name, r in rows[-1]["recall"].items()), flush=True)
+    out["grid"] = rows
+    half = [r for r in rows if r["knn_k"] and len(knn[r["knn_k"]]) / total <= budget / 2]
+    out["even_split"] = max(half, key=lambda r: r["knn_k"]) if half else None
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="qualomat", choices=["qualomat", "english"],
@@ -498,6 +587,14 @@ def main() -> None:
     parser.add_argument("--save-every-s", type=float, default=120.0)
     parser.add_argument("--from-scores", default=None, help="evaluate step 2 from saved scores, no NLI")
     parser.add_argument("--output", default="metrics/pairwise_corpus.json")
+    parser.add_argument("--hub-probes", type=int, default=8,
+                        help="probes per statement for the contradiction_hubs evaluation on the whole corpus "
+                             "(0: skip it)")
+    parser.add_argument("--probe-scores", default=None,
+                        help="save (or reuse) the probe pairs' scores here (.npz)")
+    parser.add_argument("--hub-seed", type=int, default=0, help="seed of the hub strategy's random probe partners")
+    parser.add_argument("--disjoint-from", default=None,
+                        help="saved scores (.npz) of an earlier sample: draw this sample from the other statements")
     args = parser.parse_args()
 
     import spacy
@@ -534,6 +631,7 @@ def main() -> None:
     total = n * (n - 1) // 2
     full = {}
     vectors = None
+    labelled = {}
     if not args.skip_full:
         t = time.time()
         vectors = encoder.encode(texts)
@@ -600,7 +698,13 @@ def main() -> None:
         print(f"probe: {rate:.1f} pairs/s (one direction); sample of up to {m} statements, "
               f"{m * (m - 1) // 2:,} pairs", flush=True)
         # A seeded random permutation; its first m are the sample (any prefix is a random sample).
-        sample = rng.permutation(n)[:m]
+        order = rng.permutation(n)
+        if args.disjoint_from:
+            z = numpy.load(args.disjoint_from, allow_pickle=True)
+            earlier = set(z["sample"][: int(z["complete"])].tolist())
+            order = numpy.asarray([i for i in order.tolist() if i not in earlier], dtype=numpy.int64)
+            report["disjoint_from"] = {"scores": args.disjoint_from, "statements_excluded": len(earlier)}
+        sample = order[:m]
         s_texts = [texts[i] for i in sample]
         m, pairs, forward, backward, elapsed = score_growing_sample(
             backend, s_texts, threshold=args.threshold, chunk_size=2048, time_limit_s=args.time_limit_s,
@@ -643,6 +747,11 @@ def main() -> None:
                     print(f"corpus <= {100 * args.pair_budget:.0f}% of all pairs: {fam} {r['param']}: "
                           f"{100 * r['fraction']:.2f}% keeps {r['recall']:.3f} of the sample's contradictions",
                           flush=True)
+            if args.hub_probes:
+                report["full_corpus_recall_of_sample_reference"]["contradiction_hubs"] = hub_evaluation(
+                    spans, texts, vectors, {"sample_contradictions": ref_full, **labelled}, args.pair_budget, probes=args.hub_probes, seed=args.hub_seed,
+                    backend_factory=lambda: NLIBackend(args.model, device="cpu", max_batch_size=64),
+                    cache=args.probe_scores)
     report["peak_rss_mb"] = round(peak_rss_mb(), 1)
     report["wall_s"] = round(time.time() - t0, 1)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
