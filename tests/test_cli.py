@@ -83,3 +83,52 @@ def test_module_entry_point_help():
     proc = subprocess.run([sys.executable, "-m", "spacy_inconsistency", "detect", "--help"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and "--threshold" in proc.stdout
+
+
+def test_across_pools_statements_keeps_sources_and_writes_html(tiny_nli, tmp_path):
+    data = tmp_path / "statements.jsonl"
+    rows = [{"id": f"s{i}", "party": party, "text": text} for i, (party, text) in enumerate([
+        ("A", "Taxes will fall next year."), ("A", "We will build the tunnel."),
+        ("B", "Taxes will rise next year."), ("B", "The tunnel is cancelled."), ("C", "Our city is great."),
+    ])]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n", encoding="utf-8")
+    out, page = tmp_path / "found.jsonl", tmp_path / "found.html"
+    common = ["--model", tiny_nli, "--device", "cpu", "--threshold", "0"]
+    args = ["across", str(data), "-o", str(out), "--html", str(page), "--source-field", "party"] + common
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    found = read_jsonl(out)
+    assert len(found) == 10  # all pairs of the 5 one-sentence statements
+    by_text = {r["text"]: r for r in rows}
+    for f in found:
+        for unit in f["units"]:
+            assert unit["source"] == by_text[unit["text"]]["party"] and unit["id"] == by_text[unit["text"]]["id"]
+    assert [f["score"] for f in found] == sorted((f["score"] for f in found), reverse=True)
+    assert "5 records, 10 contradictions, 1 unreadable" in result.output and ":6: malformed JSON" in result.output
+    html = page.read_text(encoding="utf-8")
+    assert html.count('class="finding"') == 10
+    assert '<span class="source">B</span>' in html and "Taxes will rise next year." in html
+    # A candidate strategy: hubs over 5 statements with 1 probe each scores fewer pairs.
+    hubs = runner.invoke(app, ["across", str(data), "-o", str(tmp_path / "h.jsonl"), "--hubs", "0.2", "--probes", "1"]
+                         + common)
+    assert hubs.exit_code == 0, hubs.output
+    assert 4 <= len(read_jsonl(tmp_path / "h.jsonl")) < 10
+    # Without the source field in a record: a clear error, nothing written.
+    bad = runner.invoke(app, ["across", str(data), "-o", str(tmp_path / "bad.jsonl"), "--source-field", "year"] + common,
+                        env={"COLUMNS": "300"})
+    assert bad.exit_code == 2 and "5 record(s) have no 'year' field" in bad.output
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_candidate_config_builds_the_union():
+    from spacy_inconsistency.cli import candidate_config
+    from spacy.util import registry
+    from thinc.api import Config
+
+    assert candidate_config() is None
+    single = candidate_config(lexical=5)
+    assert single == {"@misc": "spacy-inconsistency.candidates.lexical_overlap.v1", "k": 5}
+    union = candidate_config(neighbours=20, hubs=0.01)
+    assert set(union["*"]) == {"neighbours", "hubs"}
+    resolved = registry.resolve(Config({"c": union}))["c"]
+    assert [type(s).__name__ for s in resolved.strategies] == ["EmbeddingNeighbours", "ContradictionHubs"]
