@@ -317,7 +317,7 @@ def across_cli(
 
     Each record is split into statement units (as by `detect`). Without
     --neighbours, --lexical or --hubs every pair of units is scored; for thousands of statements combine them, e.g. --neighbours 100
-    --hubs 0.01 (about 5% of the pairs of 5,600 statements; see the README).
+    --hubs 0.01 (4.7% of the pairs of 5,606 statements; see the README).
     """
     strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
     counts = across(
