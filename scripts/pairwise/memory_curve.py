@@ -6,8 +6,9 @@ duplicates), keep the first N, make Docs, encode them with all-MiniLM-L6-v2
 and build the candidate pairs of `embedding_neighbours` (k = 20; exact
 block-wise search below 20,000 statements, faiss HNSW from there on) joined
 with `lexical_overlap` (k = 10). Peak RSS (ru_maxrss) is read after each
-stage. No NLI scoring: it runs on fixed-size chunks of pairs and adds a
-constant.
+stage. No NLI scoring of the candidates: it runs on fixed-size chunks of
+pairs and adds a constant. With `--hub-probes P`, `contradiction_hubs` runs
+too (the NLI model scores P probe pairs per statement, both directions).
 
     python scripts/pairwise/memory_curve.py --qualomat ../shared/data/qualomat \
         --sizes 1000 5000 20000 --output metrics/pairwise_memory.json
@@ -35,7 +36,7 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def one_size(root: str, size: int, k: int, vectors_from: str = "encoder", threads: int = 1) -> dict:
+def one_size(root: str, size: int, k: int, vectors_from: str = "encoder", threads: int = 1, hub_probes: int = 0) -> dict:
     import numpy
     import spacy
     import torch
@@ -93,7 +94,21 @@ def one_size(root: str, size: int, k: int, vectors_from: str = "encoder", thread
     t = time.time()
     lexical = make_lexical_strategy(k=10)(spans)
     out["stages"]["lexical"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1)}
-    pairs = normalise_pairs(numpy.concatenate([neighbours, lexical]), len(spans))
+    parts = [neighbours, lexical]
+    if hub_probes:
+        # contradiction_hubs with the embedded NLI model scoring the probes
+        # (hub_probes per statement, both directions; hub_share 0.01, at most 100 hubs).
+        from spacy_inconsistency.backends.nli import NLIBackend
+        from spacy_inconsistency.candidates import make_hub_strategy, run_strategy
+        from spacy_inconsistency.components.pairwise import ProbeScores
+
+        t = time.time()
+        probed = ProbeScores(NLIBackend("default", device="cpu", max_batch_size=64), texts)
+        hubs = run_strategy(make_hub_strategy(probes=hub_probes), spans, scorer=probed)
+        parts.append(hubs)
+        out["stages"]["hubs"] = {"peak_rss_mb": round(rss_mb(), 1), "s": round(time.time() - t, 1),
+                                 "probe_pairs": len(probed), "pairs": int(len(hubs))}
+    pairs = normalise_pairs(numpy.concatenate(parts), len(spans))
     n = len(texts)
     out["pairs"] = int(len(pairs))
     out["fraction_of_all_pairs"] = len(pairs) / (n * (n - 1) / 2)
@@ -109,17 +124,19 @@ def main() -> None:
     parser.add_argument("--vectors", default="encoder", choices=["encoder", "random"],
                         help="'random': skip the encoder and measure the search stage on random unit vectors")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the encoder")
+    parser.add_argument("--hub-probes", type=int, default=0,
+                        help="also run contradiction_hubs with this many probes per statement (NLI model; 0: skip)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default="metrics/pairwise_memory.json")
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors, args.threads)))
+        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors, args.threads, args.hub_probes)))
         return
     results = []
     for size in args.sizes:
         proc = subprocess.run(
             [sys.executable, __file__, "--qualomat", args.qualomat, "--k", str(args.k), "--vectors", args.vectors,
-             "--threads", str(args.threads), "--one", str(size)],
+             "--threads", str(args.threads), "--hub-probes", str(args.hub_probes), "--one", str(size)],
             check=True, capture_output=True, text=True,
         )
         result = json.loads(proc.stdout.strip().splitlines()[-1])
