@@ -107,8 +107,11 @@ class SentenceEncoder:
 
         self._load()
         out = numpy.zeros((len(texts), self.dim), dtype=numpy.float32)
-        # Batches of similar length waste little on padding.
-        order = numpy.argsort([len(t) for t in texts], kind="stable")
+        # Batches of similar length waste little on padding. Longest first: the
+        # first batch's buffers are the largest, and later batches fit into
+        # the freed memory. Shortest first grew the heap with the corpus
+        # (peak +570 MB from 5k to 20k statements); longest first stays flat.
+        order = numpy.argsort([-len(t) for t in texts], kind="stable")
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
