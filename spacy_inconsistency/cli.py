@@ -204,8 +204,9 @@ def across(
     """Contradictions among the statements of all inputs, as one pool (`find_contradictions`).
 
     Each text file or JSONL line is one Doc (split into statement units by
-    the pipeline's segmenter); every pair of units from the pool is a candidate unless a candidate
-    strategy is set. Unreadable lines are reported on stderr and counted.
+    the pipeline's segmenter); every pair of units from the pool is a
+    candidate unless a candidate strategy is set. Unreadable lines are
+    reported on stderr and counted. All records are held in memory.
 
     inputs (List[Path]): Text files or JSONL files.
     output (Optional[Path]): JSONL output, one finding a line; None: stdout.
@@ -316,8 +317,9 @@ def across_cli(
     """Find contradictions among the statements of all inputs (one actor, or several sources).
 
     Each record is split into statement units (as by `detect`). Without
-    --neighbours, --lexical or --hubs every pair of units is scored; for thousands of statements combine them, e.g. --neighbours 100
-    --hubs 0.01 (4.7% of the pairs of 5,606 statements; see the README).
+    --neighbours, --lexical or --hubs every pair of units is scored; for
+    thousands of statements combine them, e.g. --neighbours 100 --hubs 0.01
+    (4.7% of the pairs of 5,606 statements; see the README).
     """
     strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
     counts = across(

@@ -485,9 +485,9 @@ def hub_evaluation(spans, texts, vectors, references, budget, *, probes, seed, b
     and reused from there). For each neighbour count k, the largest number of
     hubs (statements paired with all others) that keeps the union within the
     budget, and the share of each reference set (name -> pairs; the first is
-    the sample's contradictions) it keeps. The rule
-    fixed in advance (as on the sample, "hubs+knn"): half the budget to the
-    neighbours (the largest k of the grid within it), the rest to probes and hubs.
+    the sample's contradictions) it keeps. The rule fixed in advance (as on
+    the sample, "hubs+knn"): half the budget to the neighbours (the largest k
+    of the grid within it), the rest to probes and hubs.
     """
     from spacy_inconsistency.candidates import ContradictionHubs, normalise_pairs, run_strategy
     from spacy_inconsistency.components.pairwise import score_pairs
@@ -536,11 +536,9 @@ def hub_evaluation(spans, texts, vectors, references, budget, *, probes, seed, b
     out["reference_best_propensity_rank"] = sorted(int(min(rank[i], rank[j])) for i, j in first)
     rows = []
     for k in knn_grid:
-        if k and len(candidates(k, 0)) / total > budget:
-            break
-        lo, hi = 0, n  # largest h within the budget (the union grows with h)
-        if len(candidates(k, 0)) / total > budget:
+        if len(candidates(k, 0)) / total > budget:  # no room for hubs
             continue
+        lo, hi = 0, n  # the largest h within the budget (the union grows with h)
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if len(candidates(k, mid)) / total <= budget:
@@ -749,7 +747,8 @@ def main() -> None:
                           flush=True)
             if args.hub_probes:
                 report["full_corpus_recall_of_sample_reference"]["contradiction_hubs"] = hub_evaluation(
-                    spans, texts, vectors, {"sample_contradictions": ref_full, **labelled}, args.pair_budget, probes=args.hub_probes, seed=args.hub_seed,
+                    spans, texts, vectors, {"sample_contradictions": ref_full, **labelled}, args.pair_budget,
+                    probes=args.hub_probes, seed=args.hub_seed,
                     backend_factory=lambda: NLIBackend(args.model, device="cpu", max_batch_size=64),
                     cache=args.probe_scores)
     report["peak_rss_mb"] = round(peak_rss_mb(), 1)
