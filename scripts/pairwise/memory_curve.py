@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--vectors", default="encoder", choices=["encoder", "random"],
                         help="'random': skip the encoder and measure the search stage on random unit vectors")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for the encoder")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (encoder and NLI model)")
     parser.add_argument("--hub-probes", type=int, default=0,
                         help="also run contradiction_hubs with this many probes per statement (NLI model; 0: skip)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
