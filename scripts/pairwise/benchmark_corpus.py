@@ -296,32 +296,19 @@ FAMILY_GRID = {
 
 
 def hub_pairs(fmatrix: numpy.ndarray, r: int, h: int, seed: int = 0) -> numpy.ndarray:
-    """A model-aware strategy: probe each statement against r random others, pair the h most
-    contradiction-prone statements with everything.
+    """`contradiction_hubs` (r probes per statement, h hubs) on the sample, from saved scores.
 
-    Each statement's propensity is the mean contradiction probability (the
-    first direction scored) over its probe pairs; the probe pairs are scored
-    too and count as candidates. Cost: about r*m/2 probe pairs + h*(m-1).
-    fmatrix is the m x m matrix of forward scores (symmetric fill), so the
-    strategy can be evaluated on saved all-pairs scores without new NLI calls.
+    fmatrix is the m x m matrix of forward scores (symmetric fill: the sample
+    has no reverse scores below the threshold), so propensity here is the
+    mean forward score; no new NLI calls.
     """
-    from spacy_inconsistency.candidates import normalise_pairs
+    from spacy_inconsistency.candidates import ContradictionHubs, run_strategy
 
-    m = len(fmatrix)
-    rng = numpy.random.default_rng(seed)
-    partners = numpy.stack([rng.permutation(m) for _ in range(r)], axis=1) if r else numpy.zeros((m, 0), int)
-    probes = numpy.stack([numpy.repeat(numpy.arange(m), r), partners.ravel()], axis=1)
-    probes = normalise_pairs(probes[probes[:, 0] != probes[:, 1]], m)
-    score = numpy.zeros(m)
-    count = numpy.zeros(m)
-    vals = fmatrix[probes[:, 0], probes[:, 1]]
-    numpy.add.at(score, probes[:, 0], vals)
-    numpy.add.at(score, probes[:, 1], vals)
-    numpy.add.at(count, probes.ravel(), 1)
-    propensity = score / numpy.maximum(count, 1)
-    hubs = numpy.argsort(-propensity, kind="stable")[:h]
-    hub_all = numpy.stack([numpy.repeat(hubs, m), numpy.tile(numpy.arange(m), len(hubs))], axis=1)
-    return normalise_pairs(numpy.concatenate([probes, hub_all[hub_all[:, 0] != hub_all[:, 1]]]), m)
+    def scorer(pairs):
+        return fmatrix[pairs[:, 0], pairs[:, 1]], fmatrix[pairs[:, 1], pairs[:, 0]]
+
+    strategy = ContradictionHubs(probes=r, hub_share=1.0, max_hubs=h, seed=seed)
+    return run_strategy(strategy, range(len(fmatrix)), scorer=scorer)
 
 
 def recall_of(cand: numpy.ndarray, found_set) -> Optional[float]:
