@@ -43,6 +43,10 @@ def test_window_and_all_pairs():
 def test_normalise_pairs_orders_dedups_and_checks():
     got = normalise_pairs(numpy.array([[3, 1], [1, 3], [0, 2]]), 4)
     assert got.tolist() == [[0, 2], [1, 3]]
+    # Every pair i < j, but out of order or repeated: still sorted and deduplicated.
+    assert normalise_pairs(numpy.array([[1, 2], [0, 3]]), 4).tolist() == [[0, 3], [1, 2]]
+    assert normalise_pairs(numpy.array([[0, 1], [0, 1], [2, 3]]), 4).tolist() == [[0, 1], [2, 3]]
+    assert normalise_pairs(got, 4).tolist() == got.tolist()
     for bad in ([[0, 4]], [[2, 2]], [[-1, 1]]):
         with pytest.raises(ValueError, match="E182"):
             normalise_pairs(numpy.array(bad), 4)
