@@ -3,9 +3,13 @@ import subprocess
 import sys
 
 import pytest
+import spacy
 from typer.testing import CliRunner
 
+from spacy_inconsistency.backends.nli import NLIBackend
+from spacy_inconsistency.candidates import make_hub_strategy, run_strategy
 from spacy_inconsistency.cli import app, detect
+from spacy_inconsistency.components.pairwise import ProbeScores
 
 from conftest import ROOT
 
@@ -112,7 +116,13 @@ def test_across_pools_statements_keeps_sources_and_writes_html(tiny_nli, tmp_pat
     hubs = runner.invoke(app, ["across", str(data), "-o", str(tmp_path / "h.jsonl"), "--hubs", "0.2", "--probes", "1"]
                          + common)
     assert hubs.exit_code == 0, hubs.output
-    assert 4 <= len(read_jsonl(tmp_path / "h.jsonl")) < 10
+    texts = [r["text"] for r in rows]
+    nlp = spacy.blank("en")
+    expected = run_strategy(make_hub_strategy(probes=1, hub_share=0.2), [nlp.make_doc(t)[:] for t in texts],
+                            scorer=ProbeScores(NLIBackend(tiny_nli, device="cpu"), texts))
+    assert 4 <= len(expected) < 10  # one hub's row and the probes, not all pairs
+    got = {tuple(sorted(texts.index(u["text"]) for u in f["units"])) for f in read_jsonl(tmp_path / "h.jsonl")}
+    assert got == set(map(tuple, expected.tolist()))
     # Without the source field in a record: a clear error, nothing written.
     bad = runner.invoke(app, ["across", str(data), "-o", str(tmp_path / "bad.jsonl"), "--source-field", "year"] + common,
                         env={"COLUMNS": "300"})

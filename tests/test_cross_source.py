@@ -4,6 +4,8 @@ import pytest
 import spacy
 
 from spacy_inconsistency.backends.nli import NLIBackend
+from spacy_inconsistency.candidates import make_hub_strategy, run_strategy
+from spacy_inconsistency.components.pairwise import ProbeScores
 from spacy_inconsistency.compare import compare_docs, find_contradictions, get_detector
 
 MANIFESTO = "Taxes will fall next year. We will build the harbour tunnel."
@@ -110,7 +112,11 @@ def test_hub_strategy_across_docs_reuses_probe_scores(tiny_nli):
     predict = detector.model.predict
     detector.model.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
     found = find_contradictions(nlp, statements)
-    assert 10 < len(found) < 45  # probes and two hubs' rows
+    expected = run_strategy(make_hub_strategy(probes=1, hub_share=0.2), [nlp.make_doc(t)[:] for t in statements],
+                            scorer=ProbeScores(NLIBackend(tiny_nli, device="cpu"), statements))
+    assert 10 < len(expected) < 45  # probes and two hubs' rows, not all pairs
+    assert {tuple(sorted(statements.index(u["text"]) for u in f["units"])) for f in found} == set(
+        map(tuple, expected.tolist()))
     for f in found:
         key = tuple(u["text"] for u in f["units"])
         assert f["score"] == pytest.approx(full[key]["score"], abs=1e-5)
