@@ -10,7 +10,7 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 import numpy
 from spacy.attrs import SENT_START
 from spacy.language import Language
-from spacy.tokens import Doc, Span, SpanGroup
+from spacy.tokens import Doc, Span, SpanGroup, Token
 from spacy.util import registry
 
 from .errors import Errors
@@ -31,6 +31,31 @@ BULLET_RE = re.compile(
 MAX_SPEAKER_CHARS = 40
 SOFT_BREAKS = frozenset(",;:—–")
 
+# A full stop after one of these (tokenized apart from it, "No" + ".") does not end a
+# unit. Titles hold before a capitalised name ("Gen. Lee", "Prof. Weber").
+TITLES = frozenset(
+    "Mr Mrs Ms Mx Dr Prof St Ste Mt Ft Gen Col Lt Sgt Capt Cmdr Cdr Adm Maj Cpl Pvt Sen Rep Gov "
+    "Pres Supt Insp Det Rev Hon Msgr Fr Hr Frl Br Sr Jr Dipl Ing Mag".split()
+)
+# ... and these before a number ("No. 20", "Fig. 3", "p. 12", "Jan. 5", "Nr. 7", "Abb. 2").
+BEFORE_NUMBER = frozenset(
+    "No Nos no nos Nr Nrn nr Fig Figs fig figs Abb p pp S Art Artt Sec Sect sec Vol Vols vol Ch Chap "
+    "ch Tab Tbl tab Bd Ref Eq Eqs eq Op Kap Para Par Pt Ex Exh Hwy Rte Rt Apt Bldg Rm Tel Ph Ziff Abs "
+    "Jan Feb Febr Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Okt Dez Mär".split()
+)
+# ... and these whatever follows ("Smith vs. Jones", "approx. 20", "vgl. Abb. 3").
+ALWAYS = frozenset("vs vgl bzw approx ca cf viz incl resp sog ggf evtl".split())
+# Tokens that keep their full stop ("etc.", "usw.") end a unit before a capitalised word.
+CLOSING_ABBREVIATIONS = frozenset("etc. usw. usf. etc".split())
+# After a 1-3 digit ordinal token ("3.", German and other languages), these start a new
+# unit; anything else ("3. Oktober", "19. Jahrhundert", "2. Liga") continues it.
+SENTENCE_STARTERS = frozenset(
+    "the a an this that these those he she it they we i you there his her its their our "
+    "but and so then however in on at after before later today yesterday when while "
+    "der die das ein eine er sie es wir ich ihr man dann danach doch aber und am im in "
+    "auch so heute gestern als nach vor".split()
+)
+
 
 def _is_speaker(name: str) -> bool:
     if len(name) > MAX_SPEAKER_CHARS:
@@ -44,6 +69,39 @@ def _is_speaker(name: str) -> bool:
 
 def _is_terminal(text: str) -> bool:
     return bool(text) and all(ch in TERMINALS for ch in text)
+
+
+def _continues_after_stop(doc: Doc, i: int, nxt: Token) -> bool:
+    """Whether the full stop at token i belongs to an abbreviation before `nxt`."""
+    if doc[i].text != "." or i == 0:
+        return False
+    prev = doc[i - 1]
+    if prev.whitespace_:
+        return False
+    word = prev.text
+    starts_upper = nxt.text[:1].isupper()
+    if word.lower() in ALWAYS:
+        return True
+    if word in BEFORE_NUMBER and nxt.text[:1].isdigit():
+        return True
+    if word in TITLES and starts_upper:
+        return True
+    # An initial: "George W. Bush", "J. R. R. Tolkien".
+    return len(word) == 1 and word.isalpha() and word.isupper() and starts_upper
+
+
+def _token_ends_unit(token: Token, nxt: Token) -> bool:
+    """Whether a token that carries its own full stop ends a unit before `nxt`."""
+    text = token.text
+    if len(text) < 2 or text[-1] != "." or not nxt.text[:1].isupper():
+        return False
+    if text in CLOSING_ABBREVIATIONS:
+        return True
+    digits = text[:-1]
+    if digits.isdigit():
+        # "1989. Danach" ends a sentence; "3. Oktober" is an ordinal date.
+        return len(digits) >= 4 or nxt.text.lower() in SENTENCE_STARTERS
+    return False
 
 
 class Segmenter:
@@ -187,11 +245,14 @@ class Segmenter:
                 j = i + 1
                 while j < end and (doc[j].text in CLOSERS or _is_terminal(doc[j].text)):
                     j += 1
-                if j < end and not doc[j].text[0].islower():
+                if j < end and not doc[j].text[0].islower() and not _continues_after_stop(doc, i, doc[j]):
                     yield s, j
                     s = j
                 i = j
                 continue
+            if i + 1 < end and _token_ends_unit(token, doc[i + 1]):
+                yield s, i + 1
+                s = i + 1
             i += 1
         if s < end:
             yield s, end

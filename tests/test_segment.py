@@ -26,6 +26,47 @@ def test_sentences_and_abbreviations(nlp):
     assert [s.text.strip() for s in doc.sents] == [t for t, _ in units(doc)]
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("He served with No. 20 Squadron in 1943. It was disbanded.",
+         ["He served with No. 20 Squadron in 1943.", "It was disbanded."]),
+        ("See Fig. 3 on p. 12. The curve is flat.", ["See Fig. 3 on p. 12.", "The curve is flat."]),
+        ("Smith vs. Jones was heard on Jan. 5 in St. Louis. The court sat late.",
+         ["Smith vs. Jones was heard on Jan. 5 in St. Louis.", "The court sat late."]),
+        ("The U.S. Army sent approx. 20 men. Gen. Lee stayed.",
+         ["The U.S. Army sent approx. 20 men.", "Gen. Lee stayed."]),
+        ("George W. Bush spoke first. J. R. R. Tolkien wrote it.",
+         ["George W. Bush spoke first.", "J. R. R. Tolkien wrote it."]),
+        # Still sentence ends: a number before a capital, "No." as an answer, "etc." closing.
+        ("He was born in 1989. No. I did not. Apples, pears etc. The end.",
+         ["He was born in 1989.", "No.", "I did not.", "Apples, pears etc.", "The end."]),
+    ],
+)
+def test_abbreviations_and_references_do_not_end_units(nlp, text, expected):
+    assert [t for t, _ in units(nlp(text))] == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Am 3. Oktober 1990 kam es z. B. zur Einheit, vgl. Abb. 3 auf S. 12. Das war neu.",
+         ["Am 3. Oktober 1990 kam es z. B. zur Einheit, vgl. Abb. 3 auf S. 12.", "Das war neu."]),
+        ("Die Mauer fiel 1989. Danach kam die Einheit.", ["Die Mauer fiel 1989.", "Danach kam die Einheit."]),
+        ("Er wurde 3. Danach ging er.", ["Er wurde 3.", "Danach ging er."]),
+        ("Im 19. Jahrhundert lebten ca. 3 Mio. Menschen hier. Nr. 5 gewann. Der 2. Weltkrieg endete 1945.",
+         ["Im 19. Jahrhundert lebten ca. 3 Mio. Menschen hier.", "Nr. 5 gewann.", "Der 2. Weltkrieg endete 1945."]),
+        ("Prof. Weber und Dr. Krause kamen. Fr. Meier blieb.",
+         ["Prof. Weber und Dr. Krause kamen.", "Fr. Meier blieb."]),
+    ],
+)
+def test_german_abbreviations_and_ordinals(text, expected):
+    de = spacy.blank("de")
+    de.add_pipe("inconsistency_segmenter")
+    doc = de(text)
+    assert [u.text for u in doc.spans[KEY]] == expected
+
+
 def test_no_split_before_lowercase(nlp):
     doc = nlp("He paid 3.5 million, i.e. a lot. then he left")
     assert len(doc.spans[KEY]) == 1
