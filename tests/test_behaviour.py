@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from conftest import ROOT
+from spacy_inconsistency.corpora.behaviour import gold_spans, read_behaviour_suite
+from spacy_inconsistency.metrics.behaviour import DocOutcome, MatchedOutcome, behaviour_metrics, is_pair_hit, matched_auc
+
+SUITE = ROOT / "tests" / "behaviour"
+CAPABILITIES = {
+    "negation", "antonyms", "numbers", "dates", "entities", "impossible", "quantifiers", "places", "speaker",
+    "long-distance",
+}
+
+
+def test_pair_hit_needs_both_sentences_in_different_units():
+    gold = ((0, 10), (50, 60))
+    assert is_pair_hit(((0, 12), (48, 70)), gold)
+    assert is_pair_hit(((48, 70), (0, 12)), gold)
+    assert not is_pair_hit(((0, 12), (20, 30)), gold)
+    assert not is_pair_hit(((0, 70), (0, 70)), ((0, 10), (80, 90)))
+    assert not is_pair_hit(None, gold)
+
+
+def test_matched_auc_counts_wins_and_half_ties():
+    assert matched_auc([0.9, 0.5, 0.2], [0.1, 0.5, 0.3]) == pytest.approx((1 + 0.5 + 0) / 3)
+    assert matched_auc([], []) is None
+
+
+def outcome(capability, c_score, c_flag, c_top, k_score, k_flag, kind="paraphrase", gold_pair=(0.8, 0.3)):
+    gold = ((0, 10), (20, 30))
+    return MatchedOutcome(
+        capability=capability, gold=gold,
+        contradiction=DocOutcome(c_score, c_flag, c_top, gold_pair[0]),
+        control=DocOutcome(k_score, k_flag, None, gold_pair[1]), control_kind=kind,
+    )
+
+
+def test_behaviour_metrics_per_capability():
+    right, wrong = ((0, 10), (20, 30)), ((0, 10), (40, 50))
+    outcomes = [
+        outcome("negation", 0.9, True, right, 0.2, False),
+        outcome("negation", 0.8, True, wrong, 0.85, True, kind="different entity"),
+        outcome("negation", 0.3, False, None, 0.1, False, gold_pair=(None, 0.2)),
+        outcome("numbers", 0.6, True, right, 0.6, True),
+    ]
+    m = behaviour_metrics(outcomes)
+    neg = m["by_capability"]["negation"]
+    assert neg["n"] == 3
+    assert neg["recall"] == pytest.approx(2 / 3)
+    assert neg["pair_hits"] == pytest.approx(1 / 3)  # the second flagged the wrong pair
+    assert neg["false_alarms"] == pytest.approx(1 / 3)
+    assert neg["matched_auc"] == pytest.approx(2 / 3)  # 0.8 < 0.85 loses
+    assert neg["pooled_auc"] == pytest.approx(7 / 9)
+    assert neg["pair_auc"] == pytest.approx(1.0)  # two records with both gold pairs scored
+    assert neg["gold_pairs_compared"] == pytest.approx(2 / 3)
+    assert m["by_capability"]["numbers"]["matched_auc"] == 0.5
+    assert m["all"]["n"] == 4 and m["all"]["recall"] == 0.75
+    assert m["false_alarms_by_control_kind"]["paraphrase"] == {"n": 3, "false_alarms": pytest.approx(1 / 3)}
+
+
+def test_gold_spans_and_bad_records(tmp_path):
+    text = "A is here. B is not here. C."
+    assert gold_spans(text, ["B is not here.", "A is here."]) == ((0, 10), (11, 25))
+    for pair in (["A is here.", "A is here."], ["A is here.", "Z."], ["A is here."]):
+        with pytest.raises(ValueError):
+            gold_spans(text, pair)
+    record = {"id": "x", "capability": "negation", "contradiction": {"text": text, "pair": ["A is here.", "B is not here."]},
+              "control": {"text": text, "pair": ["A is here.", "B is not here."]}}
+    (tmp_path / "test_a.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match="E188.*line 1.*control text equals"):
+        read_behaviour_suite(tmp_path)
+    with pytest.raises(ValueError, match="E189"):
+        read_behaviour_suite(tmp_path, "dev_*.jsonl")
+
+
+@pytest.mark.parametrize("split,per_capability", [("test_*.jsonl", 25), ("dev_*.jsonl", 20)])
+def test_the_project_suites_are_complete_and_valid(split, per_capability):
+    records = read_behaviour_suite(SUITE, split)
+    counts = {}
+    for r in records:
+        counts[r["capability"]] = counts.get(r["capability"], 0) + 1
+    assert counts == {c: per_capability for c in CAPABILITIES}
+    # Negation is tested in both orders: the negated sentence first in some records, second in others.
+    assert all(r["gold"][0][1] <= r["gold"][1][0] for r in records)
+    test_ids = {r["id"] for r in read_behaviour_suite(SUITE, "test_*.jsonl")}
+    dev_ids = {r["id"] for r in read_behaviour_suite(SUITE, "dev_*.jsonl")}
+    assert not test_ids & dev_ids
