@@ -1,0 +1,125 @@
+import numpy
+import pytest
+import spacy
+
+from spacy_inconsistency.alignment import FEATURE_NAMES, facts_of_texts, load_parser, pair_features
+from spacy_inconsistency.pair_scoring import unit_alignment
+
+TEXTS = {
+    "never": "The mayor has never visited the plant.",
+    "mayor": "The mayor toured the plant on Monday.",
+    "governor": "The governor toured the plant on Monday.",
+    "employed": "The hospital employed 200 nurses in March 2016.",
+    "about": "The hospital employed about 210 nurses.",
+    "later": "By 2019, the hospital employed 350 nurses.",
+    "hedge": "Reyes believes the lab may close in May.",
+    "pronoun": "She won the race in 2004.",
+    "second": "A second chick, from another pair, hatched on Friday.",
+}
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return dict(zip(TEXTS, facts_of_texts(list(TEXTS.values()))))
+
+
+def features(a, b):
+    return dict(zip(FEATURE_NAMES, pair_features(a, b).tolist()))
+
+
+def test_unit_facts(facts):
+    assert facts["never"].negated and not facts["mayor"].negated
+    assert facts["never"].subject == {"mayor"} and facts["governor"].subject == {"governor"}
+    assert facts["never"].tense == "past"  # present perfect reports the past
+    assert facts["mayor"].weekdays == {"monday"}
+    assert facts["employed"].years == {2016} and facts["employed"].months == {"march"}
+    assert facts["employed"].numbers == ((200.0, "nurse", False),)
+    assert facts["about"].numbers == ((210.0, "nurse", True),)
+    assert facts["later"].time_shift >= 1 and facts["employed"].time_shift == 0
+    # "may" is a modal verb here, but the month in "in May".
+    assert facts["hedge"].modal and facts["hedge"].months == {"may"}
+    assert facts["pronoun"].subject_pronoun and not facts["pronoun"].subject
+    assert facts["second"].other_entity == 2
+
+
+def test_pair_features_are_symmetric(facts):
+    names = list(TEXTS)
+    for a in names:
+        for b in names:
+            numpy.testing.assert_array_equal(pair_features(facts[a], facts[b]), pair_features(facts[b], facts[a]))
+
+
+def test_same_and_different_subject(facts):
+    same = features(facts["never"], facts["mayor"])
+    other = features(facts["never"], facts["governor"])
+    assert same["subject_same"] == 1.0 and same["subject_different"] == 0.0
+    assert other["subject_same"] == 0.0 and other["subject_different"] == 1.0
+    assert same["negation_mismatch"] == 1.0 and other["negation_mismatch"] == 1.0
+    assert features(facts["pronoun"], facts["mayor"])["subject_unknown"] == 1.0
+
+
+def test_numbers_dates_and_time(facts):
+    changed = features(facts["employed"], facts["later"])
+    assert changed["number_conflict"] == 1.0
+    assert changed["year_conflict"] == 1.0
+    assert changed["time_shift_any"] == 1.0
+    # "about 210" is compatible with 200; the same numbers do not conflict.
+    assert features(facts["employed"], facts["about"])["number_conflict"] == 0.0
+    assert features(facts["employed"], facts["employed"])["number_conflict"] == 0.0
+    assert features(facts["employed"], facts["employed"])["number_shared"] == 1.0
+
+
+def test_overlap_bounds(facts):
+    f = features(facts["mayor"], facts["mayor"])
+    assert f["overlap"] == 1.0 and f["jaccard"] == 1.0
+    f = features(facts["mayor"], facts["hedge"])
+    assert f["overlap"] == 0.0 and f["modal_any"] == 1.0
+
+
+def test_unit_alignment_reads_a_parsed_doc_or_parses():
+    text = "The mayor has never visited the plant. The governor toured the plant."
+    parsed = load_parser()(text)
+    from_parse = unit_alignment(list(parsed.sents))
+    blank = spacy.blank("en")(text)
+    units = [blank[0:8], blank[8:]]
+    from_text = unit_alignment(units)
+    assert [f.subject for f in from_parse] == [f.subject for f in from_text] == [{"mayor"}, {"governor"}]
+    assert unit_alignment([spacy.blank("de")("Der Bürgermeister kam.")[:]]) is None
+    assert unit_alignment([]) == []
+
+
+def test_second_round_features():
+    texts = [
+        "The main shaft of the mine descends 1,200 metres.",
+        "The mine's ventilation shaft is just 800 metres deep.",
+        "All of the samples were contaminated.",
+        "Most samples were clean, according to the lab.",
+        "The bridge was open on Monday.",
+        "The bridge remained closed on Monday.",
+    ]
+    f = facts_of_texts(texts)
+    shafts = features(f[0], f[1])
+    assert shafts["subject_same"] == 1.0 and shafts["subject_modifier_conflict"] == 1.0
+    samples = features(f[2], f[3])
+    # "All of the samples": the subject is the noun after "of".
+    assert f[2].subject == f[3].subject == {"sample"}
+    assert samples["quantifier_mismatch"] == 1.0 and samples["attribution_any"] == 1.0
+    assert samples["subject_modifier_conflict"] == 0.0
+    bridge = features(f[4], f[5])
+    assert bridge["antonym"] == 1.0 and bridge["subject_same"] == 1.0
+    assert features(f[4], f[4])["antonym"] == 0.0
+
+
+def test_pronoun_subjects_take_a_recent_explicit_subject():
+    from spacy_inconsistency.alignment import resolve_pronoun_subjects
+
+    texts = ["Senator Ruth Calloway did not vote on the bill.", "The debate lasted hours.",
+             "She voted against it.", "It ended late.", "They left.", "We stayed.", "He agreed."]
+    resolved = resolve_pronoun_subjects(facts_of_texts(texts))
+    # "She" skips "the debate" (not a person) for the senator; "It" takes the debate.
+    assert resolved[2].subject == {"ruth", "calloway", "senator"}
+    assert resolved[3].subject == {"debate"}
+    # "They" takes the nearest explicit subject within 3 units; a resolved pronoun lends nothing.
+    assert resolved[4].subject == {"debate"}
+    assert resolved[6].subject == frozenset()  # no explicit subject in the 3 units before
+    assert features(resolved[0], resolved[2])["subject_same"] == 1.0
