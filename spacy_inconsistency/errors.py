@@ -19,6 +19,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "CUDA ran out of memory on a batch of {size} inputs; retrying in two "
         "halves. Lower `max_batch_tokens` to avoid the retries."
     )
+    W003 = (
+        "No pair score is fitted for the NLI model '{name}' (no pair_scorer.json "
+        "in its directory), so aggregation = \"learned\" falls back to the fixed "
+        "rule \"min\" of P(contradiction) at threshold {threshold}. Fit one with "
+        "`scripts/nli/fit_pair_scorer.py --model ...` or set aggregation "
+        "explicitly to silence this."
+    )
     # SCALE (W100-W109)
     W100 = (
         "{n} claim(s) were given with an empty source text (a Doc with no "

@@ -42,6 +42,21 @@ def build_tiny_nli(path: Path, id2label, *, max_positions: int = 64, seed: int =
         model.classifier.weight.mul_(20.0)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+    write_min_pair_scorer(path / "pair_scorer.json")
+    return path
+
+
+def write_min_pair_scorer(path: Path, *, threshold: float = 0.5) -> Path:
+    """A learned pair score whose only weight is 1 on logit(min P(contradiction)): it
+    scores a pair as the `min` rule does, so tests can predict its value exactly."""
+    from spacy_inconsistency.pair_score import LogisticModel, PairScoreModel, feature_names
+
+    models = []
+    for with_alignment in (True, False):
+        names = feature_names(with_alignment)
+        coef = [1.0 if name == "c_min" else 0.0 for name in names]
+        models.append(LogisticModel(names, [0.0] * len(names), [1.0] * len(names), coef, 0.0))
+    PairScoreModel(models[0], models[1], threshold=threshold, info={"test": "min"}).to_disk(path)
     return path
 
 

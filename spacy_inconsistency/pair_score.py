@@ -1,0 +1,250 @@
+"""A learned, calibrated and symmetric score for a pair of statement units.
+
+The NLI model scores a pair in both directions, and the two are not the same:
+"X donated a kidney." -> "X never donated a kidney." 0.99, the reverse 0.32. A
+fixed rule (min, mean or max of the two) either misses half of such pairs or
+doubles the false alarms. `PairScoreModel` is a logistic regression, fitted on
+held-out document pairs (`scripts/nli/fit_pair_scorer.py`), over
+
+- the NLI probabilities of both directions, put in an order-free form (the
+  larger and the smaller P(contradiction), P(entailment), P(neutral)), so the
+  score of (a, b) is the score of (b, a);
+- the alignment features of `spacy_inconsistency.alignment` (same subject?
+  another time? a hedge? conflicting numbers, dates, names, places?), times the
+  larger P(contradiction), and alone (the shipped scorer is fitted "gated": the
+  features' own weights are held at zero, so they scale the NLI evidence but
+  never make a contradiction of a pair the NLI model does not find one).
+
+Its output is a probability (reported with ECE), and it comes with the document
+threshold chosen on held-out data. The weights are a small JSON file beside the
+NLI model they were fitted for (`pair_scorer.json`), with a second set fitted on
+the NLI features alone for languages without alignment features.
+"""
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy
+
+from .alignment import FEATURE_NAMES
+from .errors import Errors
+
+PAIR_SCORER_FILE = "pair_scorer.json"
+NLI_FEATURE_NAMES = ("c_max", "c_min", "e_max", "e_min", "n_max", "n_min")
+# Every alignment feature also enters times the larger P(contradiction): it changes what
+# a high P(contradiction) means (same subject? another time?).
+INTERACTIONS = tuple(FEATURE_NAMES)
+EPS = 1e-6
+
+
+def _logit(p: numpy.ndarray) -> numpy.ndarray:
+    p = numpy.clip(p, EPS, 1 - EPS)
+    return numpy.log(p / (1 - p))
+
+
+def nli_features(forward: numpy.ndarray, backward: numpy.ndarray) -> numpy.ndarray:
+    """Order-free NLI features of pairs scored in both directions.
+
+    forward (numpy.ndarray): shape (k, 3): P(entailment), P(neutral),
+        P(contradiction) with the first unit as premise.
+    backward (numpy.ndarray): shape (k, 3), the second unit as premise.
+    RETURNS (numpy.ndarray): shape (k, len(NLI_FEATURE_NAMES)), logits.
+    """
+    e = numpy.stack([forward[:, 0], backward[:, 0]], axis=1)
+    n = numpy.stack([forward[:, 1], backward[:, 1]], axis=1)
+    c = numpy.stack([forward[:, 2], backward[:, 2]], axis=1)
+    columns = [c.max(1), c.min(1), e.max(1), e.min(1), n.max(1), n.min(1)]
+    return _logit(numpy.stack(columns, axis=1).astype(numpy.float64))
+
+
+def design_matrix(
+    forward: numpy.ndarray, backward: numpy.ndarray, alignment: Optional[numpy.ndarray]
+) -> numpy.ndarray:
+    """The scorer's inputs: NLI features, alignment features and their interactions.
+
+    forward (numpy.ndarray): shape (k, 3), see `nli_features`.
+    backward (numpy.ndarray): shape (k, 3).
+    alignment (Optional[numpy.ndarray]): shape (k, len(FEATURE_NAMES)), or None
+        for the NLI-only scorer.
+    RETURNS (numpy.ndarray): float64, shape (k, len(feature_names(alignment is not None))).
+    """
+    nli = nli_features(forward, backward)
+    if alignment is None:
+        return nli
+    c_max = numpy.clip(numpy.maximum(forward[:, 2], backward[:, 2]), 0.0, 1.0).astype(numpy.float64)[:, None]
+    index = [FEATURE_NAMES.index(name) for name in INTERACTIONS]
+    alignment = numpy.asarray(alignment, dtype=numpy.float64)
+    return numpy.concatenate([nli, alignment, alignment[:, index] * c_max], axis=1)
+
+
+def feature_names(with_alignment: bool) -> List[str]:
+    """Column names of `design_matrix`."""
+    names = list(NLI_FEATURE_NAMES)
+    if with_alignment:
+        names += list(FEATURE_NAMES) + [f"c_max*{name}" for name in INTERACTIONS]
+    return names
+
+
+class LogisticModel:
+    """A fitted logistic regression stored as plain numbers (no pickle).
+
+    features (List[str]): Column names, checked against `feature_names`.
+    mean (List[float]): Per-column mean used for standardising.
+    scale (List[float]): Per-column scale used for standardising.
+    coef (List[float]): One weight per column.
+    intercept (float): The bias.
+    """
+
+    def __init__(self, features: List[str], mean: List[float], scale: List[float], coef: List[float], intercept: float):
+        self.features = list(features)
+        self.mean = numpy.asarray(mean, dtype=numpy.float64)
+        self.scale = numpy.asarray(scale, dtype=numpy.float64)
+        self.coef = numpy.asarray(coef, dtype=numpy.float64)
+        self.intercept = float(intercept)
+
+    def __call__(self, x: numpy.ndarray) -> numpy.ndarray:
+        z = ((numpy.asarray(x, dtype=numpy.float64) - self.mean) / self.scale) @ self.coef + self.intercept
+        return (1.0 / (1.0 + numpy.exp(-z))).astype(numpy.float32)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "features": self.features, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(), "intercept": self.intercept,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LogisticModel":
+        return cls(data["features"], data["mean"], data["scale"], data["coef"], data["intercept"])
+
+
+class DocumentThreshold:
+    """The pair score a Doc must reach, growing with the number of pairs compared.
+
+    The highest of k pair scores of a consistent document grows with k: a fixed
+    threshold low enough to find a contradiction in a five-sentence paragraph
+    flags most 30-sentence news articles. A pair is reported when a consistent
+    document of as many pairs would have a pair scoring this high with chance at
+    most `alpha` (a Sidak correction, pairs taken as independent):
+    1 - F(score) ** k <= alpha, where F is the distribution of pair scores in
+    consistent documents (`cdf`, measured on real news articles), so
+    the threshold is F^-1((1 - alpha) ** (1 / k)), and never below `floor`.
+
+    cdf (List[float]): F(s) at s = 0, 1/(len-1), ..., 1, non-decreasing.
+    alpha (float): The chance of flagging a consistent document, any length.
+    floor (float): The lowest threshold, for documents of very few pairs.
+    """
+
+    def __init__(self, cdf: Sequence[float], *, alpha: float, floor: float):
+        self.cdf = numpy.maximum.accumulate(numpy.asarray(cdf, dtype=numpy.float64))
+        if len(self.cdf) < 2 or not 0.0 < alpha < 1.0 or not 0.0 <= floor <= 1.0:
+            raise ValueError(Errors.E006.format(name="document threshold", expected="a CDF of 2+ points, 0 < alpha < 1, 0 <= floor <= 1", value=(len(self.cdf), alpha, floor)))
+        self.grid = numpy.linspace(0.0, 1.0, len(self.cdf))
+        self.alpha = float(alpha)
+        self.floor = float(floor)
+
+    def __call__(self, n_pairs: int) -> float:
+        """The threshold for a Doc with `n_pairs` compared pairs."""
+        target = (1.0 - self.alpha) ** (1.0 / max(int(n_pairs), 1))
+        i = int(numpy.searchsorted(self.cdf, target, side="left"))
+        return max(self.floor, float(self.grid[i]) if i < len(self.grid) else 1.0)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"cdf": [round(float(x), 7) for x in self.cdf], "alpha": self.alpha, "floor": self.floor}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "DocumentThreshold":
+        return cls(data["cdf"], alpha=data["alpha"], floor=data["floor"])
+
+
+class PairScoreModel:
+    """P(the two units contradict each other), from both NLI directions and alignment.
+
+    full (LogisticModel): Fitted on NLI and alignment features.
+    nli_only (LogisticModel): Fitted on NLI features alone (other languages).
+    threshold (float): Pair threshold chosen on held-out data (used where the
+        number of pairs means nothing, as across documents).
+    document_thresholds (Optional[Dict[str, DocumentThreshold]]): Per model
+        ("full", "nli_only"), the threshold of a Doc by its number of pairs.
+    info (Dict[str, Any]): How it was fitted (data, held-out figures).
+    """
+
+    def __init__(
+        self, full: LogisticModel, nli_only: LogisticModel, *, threshold: float,
+        document_thresholds: Optional[Dict[str, DocumentThreshold]] = None, info: Optional[Dict[str, Any]] = None,
+    ):
+        for model, with_alignment in ((full, True), (nli_only, False)):
+            if model.features != feature_names(with_alignment):
+                raise ValueError(Errors.E191.format(expected=feature_names(with_alignment), got=model.features))
+        self.full = full
+        self.nli_only = nli_only
+        self.threshold = float(threshold)
+        self.document_thresholds = dict(document_thresholds or {})
+        self.info = info or {}
+
+    def document_threshold(self, n_pairs: int, *, alignment: bool = True) -> float:
+        """The threshold of a Doc with `n_pairs` compared pairs (`threshold` without a
+        fitted document threshold)."""
+        rule = self.document_thresholds.get("full" if alignment else "nli_only")
+        return rule(n_pairs) if rule is not None else self.threshold
+
+    def __call__(
+        self, forward: numpy.ndarray, backward: numpy.ndarray, alignment: Optional[numpy.ndarray] = None
+    ) -> numpy.ndarray:
+        """Scores of k pairs.
+
+        forward (numpy.ndarray): shape (k, 3): P(entailment), P(neutral), P(contradiction).
+        backward (numpy.ndarray): shape (k, 3), the other direction.
+        alignment (Optional[numpy.ndarray]): shape (k, len(FEATURE_NAMES)); None
+            uses the NLI-only model.
+        RETURNS (numpy.ndarray): float32, shape (k,).
+        """
+        if len(forward) == 0:
+            return numpy.zeros(0, dtype=numpy.float32)
+        model = self.full if alignment is not None else self.nli_only
+        return model(design_matrix(forward, backward, alignment))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "full": self.full.to_dict(), "nli_only": self.nli_only.to_dict(), "threshold": self.threshold,
+            "document_thresholds": {k: v.to_dict() for k, v in self.document_thresholds.items()}, "info": self.info,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "PairScoreModel":
+        return cls(
+            LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["nli_only"]),
+            threshold=data["threshold"], info=data.get("info", {}),
+            document_thresholds={k: DocumentThreshold.from_dict(v) for k, v in (data.get("document_thresholds") or {}).items()},
+        )
+
+    def to_disk(self, path: Union[str, Path]) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf8")
+
+    @classmethod
+    def from_disk(cls, path: Union[str, Path]) -> "PairScoreModel":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf8")))
+
+
+def find_pair_scorer(model_dir: Optional[Path], *, model_name: str) -> PairScoreModel:
+    """The pair scorer fitted for an NLI model: `pair_scorer.json` in its directory.
+
+    model_dir (Optional[Path]): The NLI model's local directory (None for a hub model).
+    model_name (str): For the error message.
+    RETURNS (PairScoreModel): The scorer.
+    """
+    path = Path(model_dir) / PAIR_SCORER_FILE if model_dir is not None else None
+    if path is None or not path.exists():
+        raise ValueError(Errors.E192.format(name=model_name, path=path))
+    return PairScoreModel.from_disk(path)
+
+
+def stack_probabilities(probs: Dict[str, numpy.ndarray], n: int) -> numpy.ndarray:
+    """(n, 3) array of P(entailment), P(neutral), P(contradiction) from a label dict.
+
+    A model without a neutral label (entailment / contradiction only) gets
+    P(neutral) = 0.
+    """
+    columns: Sequence[numpy.ndarray] = [
+        probs.get(label, numpy.zeros(n, dtype=numpy.float32)) for label in ("entailment", "neutral", "contradiction")
+    ]
+    return numpy.stack(columns, axis=1).astype(numpy.float32)

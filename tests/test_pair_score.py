@@ -1,0 +1,205 @@
+import json
+
+import numpy
+import pytest
+import spacy
+
+from conftest import write_min_pair_scorer
+from spacy_inconsistency.alignment import FEATURE_NAMES
+from spacy_inconsistency.backends.nli import NLIBackend
+from spacy_inconsistency.pair_score import (
+    INTERACTIONS,
+    DocumentThreshold,
+    LogisticModel,
+    PairScoreModel,
+    design_matrix,
+    feature_names,
+    find_pair_scorer,
+)
+
+RNG = numpy.random.default_rng(0)
+
+
+def random_probs(k):
+    p = RNG.random((k, 3)) + 0.01
+    return (p / p.sum(1, keepdims=True)).astype(numpy.float32)
+
+
+def random_model(with_alignment, seed=1):
+    names = feature_names(with_alignment)
+    rng = numpy.random.default_rng(seed)
+    return LogisticModel(names, rng.normal(size=len(names)).tolist(), (rng.random(len(names)) + 0.5).tolist(),
+                         rng.normal(size=len(names)).tolist(), 0.3)
+
+
+def test_design_matrix_is_order_free_and_complete():
+    forward, backward = random_probs(5), random_probs(5)
+    align = RNG.integers(0, 2, size=(5, len(FEATURE_NAMES))).astype(numpy.float32)
+    a = design_matrix(forward, backward, align)
+    b = design_matrix(backward, forward, align)
+    numpy.testing.assert_array_equal(a, b)
+    assert a.shape == (5, len(feature_names(True))) == (5, 6 + len(FEATURE_NAMES) + len(INTERACTIONS))
+    # The interaction columns are the alignment feature times the larger P(contradiction).
+    c_max = numpy.maximum(forward[:, 2], backward[:, 2])
+    k = feature_names(True).index("c_max*subject_different")
+    numpy.testing.assert_allclose(a[:, k], align[:, FEATURE_NAMES.index("subject_different")] * c_max, rtol=1e-6)
+    # c_max is a logit.
+    numpy.testing.assert_allclose(a[:, 0], numpy.log(c_max / (1 - c_max)), rtol=1e-5)
+    assert design_matrix(forward, backward, None).shape == (5, 6)
+
+
+def test_logistic_model_is_the_standardised_sigmoid():
+    model = LogisticModel(["a", "b"], [1.0, -1.0], [2.0, 0.5], [0.5, -2.0], 0.25)
+    x = numpy.array([[3.0, 0.0], [1.0, -1.0]])
+    z = numpy.array([0.5 * (3 - 1) / 2 - 2.0 * (0 + 1) / 0.5 + 0.25, 0.25])
+    numpy.testing.assert_allclose(model(x), 1 / (1 + numpy.exp(-z)), rtol=1e-6)
+
+
+def test_pair_score_model_round_trip_and_choice_of_model(tmp_path):
+    scorer = PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.37, info={"x": 1})
+    scorer.to_disk(tmp_path / "ps.json")
+    loaded = PairScoreModel.from_disk(tmp_path / "ps.json")
+    forward, backward = random_probs(4), random_probs(4)
+    align = RNG.integers(0, 2, size=(4, len(FEATURE_NAMES))).astype(numpy.float32)
+    numpy.testing.assert_array_equal(loaded(forward, backward, align), scorer(forward, backward, align))
+    assert loaded.threshold == 0.37 and loaded.info == {"x": 1}
+    # Without alignment features, the NLI-only model scores.
+    expected = scorer.nli_only(design_matrix(forward, backward, None))
+    numpy.testing.assert_array_equal(loaded(forward, backward, None), expected)
+    assert len(loaded(forward[:0], backward[:0], None)) == 0
+
+
+def test_mismatched_features_are_refused():
+    bad = LogisticModel(["c_max"], [0.0], [1.0], [1.0], 0.0)
+    with pytest.raises(ValueError, match="E191"):
+        PairScoreModel(bad, random_model(False), threshold=0.5)
+
+
+def test_missing_pair_scorer_names_the_way_out(tmp_path):
+    with pytest.raises(ValueError, match="E192.*fit_pair_scorer"):
+        find_pair_scorer(tmp_path, model_name="my-model")
+    with pytest.raises(ValueError, match="E192"):
+        find_pair_scorer(None, model_name="org/hub-model")
+
+
+TEXT = "The committee approved the budget on Monday. The budget was rejected by the committee. A man is playing a guitar."
+SWAPPED = "The budget was rejected by the committee. The committee approved the budget on Monday. A man is playing a guitar."
+
+
+def detector_nlp(tiny_nli, **config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, **config})
+    return nlp
+
+
+def test_learned_score_is_symmetric_and_computed_as_fitted(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    scorer = PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.0)
+    scorer.to_disk(path)
+    nlp = detector_nlp(tiny_nli, pair_scorer=str(path))
+    a, b = nlp(TEXT), nlp(SWAPPED)
+    by_text = lambda doc: {frozenset(u["text"] for u in f["units"]): f["score"] for f in doc._.contradictions}  # noqa: E731
+    assert by_text(a) == pytest.approx(by_text(b), abs=1e-6)
+    assert len(by_text(a)) == 3
+    # The score is the fitted model on the backend's probabilities and the alignment features.
+    from spacy_inconsistency.alignment import facts_of_texts, pair_features
+
+    backend = NLIBackend(tiny_nli, device="cpu")
+    s1, s2 = "The committee approved the budget on Monday.", "The budget was rejected by the committee."
+    probs = backend.predict([(s1, s2), (s2, s1)])
+    forward = numpy.array([[probs[k][0] for k in ("entailment", "neutral", "contradiction")]])
+    backward = numpy.array([[probs[k][1] for k in ("entailment", "neutral", "contradiction")]])
+    f1, f2 = facts_of_texts([s1, s2])
+    expected = scorer(forward, backward, pair_features(f1, f2)[None, :])[0]
+    assert by_text(a)[frozenset((s1, s2))] == pytest.approx(float(expected), abs=1e-5)
+    assert a._.inconsistency_score == pytest.approx(max(by_text(a).values()), abs=1e-7)
+
+
+def test_threshold_comes_from_the_scorer_unless_set(tiny_nli, tmp_path):
+    path = write_min_pair_scorer(tmp_path / "ps.json", threshold=0.99)
+    nlp = detector_nlp(tiny_nli, pair_scorer=str(path))
+    detector = nlp.get_pipe("inconsistency_detector").pairwise
+    assert detector.threshold == 0.99
+    assert detector_nlp(tiny_nli, pair_scorer=str(path), threshold=0.2).get_pipe("inconsistency_detector").pairwise.threshold == 0.2
+    assert detector_nlp(tiny_nli, aggregation="max").get_pipe("inconsistency_detector").pairwise.threshold == 0.5
+
+
+def test_learned_score_with_the_min_scorer_equals_the_min_rule(tiny_nli):
+    # The tiny model's pair_scorer.json (conftest) weighs logit(min P(c)) only.
+    learned = detector_nlp(tiny_nli, threshold=0.0)(TEXT)._.contradictions
+    rule = detector_nlp(tiny_nli, threshold=0.0, aggregation="min")(TEXT)._.contradictions
+    assert [f["units"] for f in learned] == [f["units"] for f in rule]
+    assert [f["score"] for f in learned] == pytest.approx([f["score"] for f in rule], abs=1e-5)
+
+
+def test_other_languages_use_the_nli_only_model(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.0).to_disk(path)
+    nlp = spacy.blank("de")
+    nlp.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, "pair_scorer": str(path)})
+    doc = nlp("Der Ausschuss hat das Budget angenommen. Das Budget wurde abgelehnt.")
+    (finding,) = doc._.contradictions
+    scorer = PairScoreModel.from_disk(path)
+    backend = NLIBackend(tiny_nli, device="cpu")
+    s1, s2 = (u["text"] for u in finding["units"])
+    probs = backend.predict([(s1, s2), (s2, s1)])
+    forward = numpy.array([[probs[k][0] for k in ("entailment", "neutral", "contradiction")]])
+    backward = numpy.array([[probs[k][1] for k in ("entailment", "neutral", "contradiction")]])
+    assert finding["score"] == pytest.approx(float(scorer(forward, backward, None)[0]), abs=1e-5)
+
+
+def test_learned_settings_survive_serialization(tiny_nli, tmp_path):
+    path = write_min_pair_scorer(tmp_path / "ps.json", threshold=0.42)
+    nlp = detector_nlp(tiny_nli, pair_scorer=str(path))
+    nlp.to_disk(tmp_path / "pipe")
+    loaded = spacy.load(tmp_path / "pipe")
+    detector = loaded.get_pipe("inconsistency_detector").pairwise
+    assert detector.cfg["pair_scorer"] == str(path) and detector.threshold == 0.42
+    assert json.loads((tmp_path / "pipe" / "inconsistency_detector" / "cfg").read_text())["aggregation"] == "learned"
+
+
+def test_alignment_off_uses_the_nli_only_model(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.0).to_disk(path)
+    on = detector_nlp(tiny_nli, pair_scorer=str(path))(TEXT)._.contradictions
+    off = detector_nlp(tiny_nli, pair_scorer=str(path), alignment=False)(TEXT)._.contradictions
+    german = spacy.blank("de")
+    german.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, "pair_scorer": str(path)})
+    by_pair = lambda found: {frozenset(u["text"] for u in f["units"]): f["score"] for f in found}  # noqa: E731
+    # Same pairs, other scores: off is what the NLI-only model gives (as for a language without alignment).
+    assert by_pair(on).keys() == by_pair(off).keys()
+    assert by_pair(on) != pytest.approx(by_pair(off))
+    assert by_pair(off) == pytest.approx(by_pair(german(TEXT)._.contradictions), abs=1e-6)
+
+
+def test_document_threshold_grows_with_the_number_of_pairs():
+    # Null pair scores uniform on [0, 1]: F(s) = s, so the threshold is (1 - alpha) ** (1 / k).
+    rule = DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.1, floor=0.0)
+    for k in (1, 10, 100):
+        assert rule(k) == pytest.approx(0.9 ** (1 / k), abs=1e-3)
+    assert rule(1) < rule(10) < rule(100) < rule(10_000) <= 1.0
+    assert DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.1, floor=0.95)(1) == 0.95
+    # The smallest grid score at which a consistent document of k pairs stays under it with chance 1 - alpha.
+    assert rule(30) ** 30 >= 0.9 > (rule(30) - 0.001) ** 30
+    with pytest.raises(ValueError, match="E006"):
+        DocumentThreshold([0.5], alpha=0.1, floor=0.0)
+    with pytest.raises(ValueError, match="E006"):
+        DocumentThreshold([0.0, 1.0], alpha=1.5, floor=0.0)
+
+
+def test_detector_uses_the_document_threshold_unless_one_is_set(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    base = PairScoreModel.from_disk(write_min_pair_scorer(tmp_path / "min.json", threshold=0.5))
+    rule = DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.5, floor=0.0)
+    PairScoreModel(base.full, base.nli_only, threshold=0.5, document_thresholds={"full": rule, "nli_only": rule}).to_disk(path)
+    loaded = PairScoreModel.from_disk(path)
+    assert loaded.document_threshold(6) == pytest.approx(rule(6)) and loaded.document_threshold(6, alignment=False) == pytest.approx(rule(6))
+    assert base.document_threshold(6) == 0.5  # none fitted: the pair threshold
+    nlp = detector_nlp(tiny_nli, pair_scorer=str(path))
+    detector = nlp.get_pipe("inconsistency_detector").pairwise
+    all_scores = detector_nlp(tiny_nli, pair_scorer=str(path), threshold=0.0)(TEXT)._.contradictions
+    assert len(all_scores) == 3  # three units with content: three pairs
+    cut = detector.threshold_for(3)
+    assert cut == pytest.approx(0.5 ** (1 / 3), abs=1e-3)
+    assert [f["score"] for f in nlp(TEXT)._.contradictions] == [f["score"] for f in all_scores if f["score"] >= cut]
+    assert detector_nlp(tiny_nli, pair_scorer=str(path), threshold=0.2).get_pipe("inconsistency_detector").pairwise.threshold_for(3) == 0.2
