@@ -245,11 +245,16 @@ class LexicalOverlap:
         self.max_df = max_df
 
     def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        return self.scored(units)[0]
+
+    def scored(self, units: Sequence[Span]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The pairs and their tf-idf cosine similarity, pairs sorted by (i, j)."""
         from scipy import sparse
 
         n = len(units)
+        empty = (EMPTY_PAIRS.copy(), numpy.zeros(0, dtype=numpy.float32))
         if n < 2:
-            return EMPTY_PAIRS.copy()
+            return empty
         vocab: Dict[str, int] = {}
         rows, cols = [], []
         for i, unit in enumerate(units):
@@ -257,7 +262,7 @@ class LexicalOverlap:
                 rows.append(i)
                 cols.append(vocab.setdefault(term, len(vocab)))
         if not rows:
-            return EMPTY_PAIRS.copy()
+            return empty
         X = sparse.csr_matrix((numpy.ones(len(rows), dtype=numpy.float32), (rows, cols)), shape=(n, len(vocab)))
         df = numpy.asarray(X.sum(axis=0)).ravel()
         # At least 2 units, so that tiny inputs keep their shared words.
@@ -267,7 +272,7 @@ class LexicalOverlap:
         X = X.multiply(numpy.log(n / df[keep])[None, :]).tocsr()
         norms = numpy.sqrt(numpy.asarray(X.multiply(X).sum(axis=1)).ravel())
         X = sparse.diags(1.0 / numpy.maximum(norms, 1e-12)) @ X
-        found = []
+        found, found_sims = [], []
         rows_per_block = block_rows(n)
         for start in range(0, n, rows_per_block):
             sims = (X[start : start + rows_per_block] @ X.T).toarray()
@@ -280,7 +285,77 @@ class LexicalOverlap:
             vals = numpy.take_along_axis(sims, part, axis=1)
             r, c = numpy.nonzero(vals > 0)
             found.append(numpy.stack([r + start, part[r, c]], axis=1))
-        return normalise_pairs(numpy.concatenate(found), n)
+            found_sims.append(vals[r, c])
+        pairs = numpy.sort(numpy.concatenate(found), axis=1)
+        sims = numpy.concatenate(found_sims).astype(numpy.float32)
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        keys, first = numpy.unique(keys, return_index=True)
+        return pairs[first].astype(numpy.int64), sims[first]
+
+
+@registry.misc("spacy-inconsistency.candidates.budget.v1")
+def make_budget_strategy(max_pairs: int = 2000, window: int = 4, k: int = 10) -> CandidateStrategy:
+    """All pairs up to a budget; beyond it, neighbours in the text and by shared words.
+
+    A Doc with at most `max_pairs` unit pairs has all of them compared, so a
+    contradiction between the first and the last sentence of an article is
+    found. A longer Doc gets at most `max_pairs` pairs: each unit with the
+    `window` units after it, and with the `k` units that share the most rare
+    content words with it (tf-idf cosine, see `lexical_overlap.v1`) wherever
+    they are in the text. When these are more than the budget, every unit
+    keeps its best partners first (nearer units in the window, then the most
+    similar ones), round by round, so the budget is spread over the whole
+    Doc rather than spent on its beginning; the work per Doc is bounded by
+    the budget.
+
+    max_pairs (int): Pair budget per Doc.
+    window (int): Following units paired with each unit beyond the budget.
+    k (int): Partners by shared words per unit beyond the budget.
+    RETURNS (CandidateStrategy): The strategy.
+    """
+    if max_pairs < 1:
+        raise ValueError(Errors.E006.format(name="max_pairs", expected="at least 1", value=max_pairs))
+    if window < 0 or k < 0:
+        raise ValueError(Errors.E006.format(name="window and k", expected="0 or more", value=(window, k)))
+    return BudgetStrategy(max_pairs=max_pairs, window=window, k=k)
+
+
+class BudgetStrategy:
+    """All pairs up to a budget, else window and shared-word partners (see `make_budget_strategy`)."""
+
+    def __init__(self, *, max_pairs: int, window: int, k: int) -> None:
+        self.max_pairs = max_pairs
+        self.window = window
+        self.k = k
+
+    def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
+        n = len(units)
+        if n * (n - 1) // 2 <= self.max_pairs:
+            return all_pairs(n)
+        near = window_pairs(n, self.window)
+        # Adjacent units first, then the rest of the window, then by shared words.
+        near_priority = 2.0 - (near[:, 1] - near[:, 0]) / max(self.window, 1)
+        lexical, sims = (
+            LexicalOverlap(k=self.k, min_shared=1, max_df=0.05).scored(units) if self.k else (EMPTY_PAIRS, numpy.zeros(0))
+        )
+        pairs = numpy.concatenate([near, lexical])
+        priority = numpy.concatenate([near_priority, sims.astype(numpy.float64)])
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        order = numpy.lexsort((-priority, keys))
+        keys, first = numpy.unique(keys[order], return_index=True)
+        pairs, priority = pairs[order][first], priority[order][first]
+        if len(pairs) > self.max_pairs:
+            # Round r takes each unit's r-th best partner; within a round, higher
+            # priority first, then units in a fixed pseudo-random order, so that a
+            # budget smaller than the Doc is spread over all of it.
+            by_unit = numpy.lexsort((-priority, pairs[:, 0]))
+            starts = numpy.searchsorted(pairs[by_unit, 0], pairs[by_unit, 0], side="left")
+            rank = numpy.empty(len(pairs), dtype=numpy.int64)
+            rank[by_unit] = numpy.arange(len(pairs)) - starts
+            spread = numpy.random.default_rng(0).permutation(n)[pairs[:, 0]]
+            chosen = numpy.lexsort((spread, -priority, rank))[: self.max_pairs]
+            pairs = pairs[numpy.sort(chosen)]
+        return pairs
 
 
 @registry.misc("spacy-inconsistency.candidates.entity_overlap.v1")

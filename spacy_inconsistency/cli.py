@@ -27,9 +27,10 @@ def build_pipeline(
     lang: str = "en",
     model: str = DEFAULT_MODEL,
     device: str = "auto",
-    threshold: float = 0.5,
+    threshold: Optional[float] = None,
     window: int = 4,
-    max_all_pairs: int = 100,
+    max_all_pairs: int = 2000,
+    aggregation: str = "learned",
     max_chars: int = 10_000_000,
     candidates: Optional[Dict[str, Any]] = None,
 ) -> Any:
@@ -38,12 +39,14 @@ def build_pipeline(
     lang (str): spaCy language code for tokenization ("xx" for any).
     model (str): NLI model: "default", a local path or a hub id.
     device (str): "auto", "cpu", "cuda" or "cuda:N".
-    threshold (float): Lowest contradiction score reported.
-    window (int): Units compared with each unit when not all pairs are.
-    max_all_pairs (int): Up to this many pairs, all pairs are compared.
+    threshold (Optional[float]): Lowest contradiction score reported; None:
+        the threshold fitted with the learned pair score (0.5 for min/mean/max).
+    window (int): Following units compared with each unit beyond the pair budget.
+    max_all_pairs (int): Pair budget per document (all pairs up to it).
+    aggregation (str): "learned", "min", "mean" or "max".
     max_chars (int): Longest text accepted (spaCy's `nlp.max_length`).
     candidates (Optional[Dict[str, Any]]): Config of a candidate strategy
-        (see `candidate_config`); None keeps the window / all-pairs rule.
+        (see `candidate_config`); None keeps the budget rule.
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -59,6 +62,7 @@ def build_pipeline(
             "threshold": threshold,
             "window": window,
             "max_all_pairs": max_all_pairs,
+            "aggregation": aggregation,
             "candidates": candidates,
         },
     )
@@ -272,9 +276,10 @@ def detect_cli(
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    threshold: float = typer.Option(0.5, help="Lowest contradiction score reported."),
-    window: int = typer.Option(4, help="Following units compared with each unit (when not all pairs are)."),
-    max_all_pairs: int = typer.Option(100, help="Compare all unit pairs when a document has at most this many."),
+    threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the learned score's fitted threshold; 0.5 for min/mean/max)."),
+    window: int = typer.Option(4, help="Following units compared with each unit beyond the pair budget."),
+    max_all_pairs: int = typer.Option(2000, help="Pair budget per document: all unit pairs up to this many."),
+    aggregation: str = typer.Option("learned", help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
     n_process: int = typer.Option(1, help="Worker processes."),
@@ -286,7 +291,7 @@ def detect_cli(
     counts = detect(
         inputs, output=output, text_field=text_field, batch_size=batch_size,
         n_process=n_process, progress=progress, html=html, lang=lang, model=model, device=device,
-        threshold=threshold, window=window, max_all_pairs=max_all_pairs, max_chars=max_chars,
+        threshold=threshold, window=window, max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
     )
     typer.echo(
         f"{counts['documents']} documents, {counts['inconsistent']} with inconsistencies, "
@@ -311,7 +316,7 @@ def across_cli(
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    threshold: float = typer.Option(0.5, help="Lowest contradiction score reported."),
+    threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the detector's)."),
     max_chars: int = typer.Option(10_000_000, help="Longest record accepted, in characters."),
 ) -> None:
     """Find contradictions among the statements of all inputs (one actor, or several sources).

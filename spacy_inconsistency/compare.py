@@ -19,7 +19,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .candidates import all_pairs, run_strategy
-from .components.pairwise import ContradictionDetector, ProbeScores, doc_units, has_content, score_candidates
+from .components.pairwise import ContradictionDetector
+from .pair_scoring import LEARNED, ProbeScores, doc_units, has_content, score_pairs, unit_alignment
 from .errors import Errors, Warnings
 from .extensions import unit_record
 
@@ -149,9 +150,11 @@ def find_contradictions(
         same = doc_of[pairs[:, 0]] == doc_of[pairs[:, 1]]
         keep = (same & within_docs) | (~same & across_docs)
         pairs = pairs[keep]
-    cut = pipe.cfg["threshold"] if threshold is None else threshold
-    scores = score_candidates(
-        pipe.model, texts, pairs, probed, aggregation=pipe.cfg["aggregation"], threshold=cut, chunk_size=chunk_size
+    cut = pipe.threshold if threshold is None else threshold
+    learned = pipe.aggregation == LEARNED and pipe.cfg["alignment"]
+    scores = score_pairs(
+        pipe.model, texts, pairs, probed=probed, aggregation=pipe.aggregation, threshold=cut,
+        chunk_size=chunk_size, pair_scorer=pipe.pair_scorer, facts=unit_alignment(units) if learned else None,
     )
     logger.info("scored %d of %d unit pairs", len(pairs), len(units) * (len(units) - 1) // 2)
     keep_idx = numpy.flatnonzero(scores.score >= cut)

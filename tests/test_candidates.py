@@ -9,8 +9,8 @@ from thinc.api import Config
 
 from spacy_inconsistency.backends.embeddings import ann_neighbours, block_rows, exact_neighbours
 from spacy_inconsistency.candidates import (
-    make_all_pairs_strategy, make_classic_strategy, make_entity_strategy, make_hub_strategy, make_lexical_strategy,
-    make_union_strategy, make_window_strategy, neighbour_pairs, normalise_pairs, run_strategy,
+    make_all_pairs_strategy, make_budget_strategy, make_classic_strategy, make_entity_strategy, make_hub_strategy,
+    make_lexical_strategy, make_union_strategy, make_window_strategy, neighbour_pairs, normalise_pairs, run_strategy,
 )
 from spacy_inconsistency.components.pairwise import candidate_pairs
 
@@ -75,6 +75,31 @@ def test_lexical_overlap_pairs_units_sharing_rare_words():
     assert (0, 1) in pairs and (2, 3) in pairs
     assert not any(4 in p or 5 in p for p in pairs)  # nothing shared
     assert not (pairs & {(0, 2), (0, 3), (1, 2), (1, 3)})
+
+
+def test_budget_is_all_pairs_up_to_the_budget():
+    units = spans([f"Unit {i}." for i in range(10)])
+    assert len(make_budget_strategy(max_pairs=45)(units)) == 45
+    assert make_budget_strategy(max_pairs=45)(units).tolist() == make_all_pairs_strategy(45)(units).tolist()
+
+
+def test_budget_beyond_it_keeps_neighbours_and_far_pairs_sharing_rare_words():
+    texts = [f"Filler line {w} stands here." for w in "abcdefghijklmnopqrst"]
+    texts[0] = "The harbour tunnel opened in June."
+    texts[19] = "The harbour tunnel never opened."
+    texts[9] = "Teachers asked for smaller classes."
+    texts[15] = "Smaller classes need more teachers."
+    units = spans(texts)
+    pairs = make_budget_strategy(max_pairs=60, window=2, k=3)(units)
+    got = as_set(pairs)
+    assert len(pairs) <= 60 and pairs.tolist() == sorted(pairs.tolist())
+    assert (0, 19) in got and (9, 15) in got  # far apart, found by their rare shared words
+    assert {(i, i + 1) for i in range(19)} <= got and {(i, i + 2) for i in range(18)} <= got
+    # A tighter budget drops the weakest pairs first: the adjacent ones stay.
+    tight = as_set(make_budget_strategy(max_pairs=19, window=2, k=3)(units))
+    assert tight == {(i, i + 1) for i in range(19)}
+    with pytest.raises(ValueError, match="max_pairs"):
+        make_budget_strategy(max_pairs=0)
 
 
 def test_entity_overlap_with_ner_and_without():
@@ -169,7 +194,7 @@ def test_registered_and_configurable_and_picklable():
     copy = pickle.loads(pickle.dumps(strategy))
     assert as_set(copy(units)) == pairs
     for name in ("window", "all_pairs", "embedding_neighbours", "lexical_overlap", "entity_overlap",
-                 "classic", "union"):
+                 "classic", "union", "budget"):
         assert registry.misc.get(f"spacy-inconsistency.candidates.{name}.v1")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -69,12 +69,29 @@ def test_threshold_and_aggregation(tiny_nli):
         make_nlp(tiny_nli, threshold=1.5)
 
 
-def test_window_limits_pairs(tiny_nli):
+def unit_distances(doc):
+    starts = [u.start_char for u in doc.spans["inconsistency_units"]]
+    return sorted(starts.index(b["start_char"]) - starts.index(a["start_char"]) for a, b in (f["units"] for f in doc._.contradictions))
+
+
+def test_pair_budget_beyond_all_pairs(tiny_nli):
+    # 12 units have 66 pairs: over the budget, adjacent units come first, then the window.
     text = " ".join(f"Statement number {i} is here." for i in range(12))
+    doc = make_nlp(tiny_nli, threshold=0.0, window=2, max_all_pairs=30)(text)
+    assert unit_distances(doc) == [1] * 11 + [2] * 10
     doc = make_nlp(tiny_nli, threshold=0.0, window=2, max_all_pairs=10)(text)
-    distances = {abs(a["start_char"] - b["start_char"]) for a, b in (f["units"] for f in doc._.contradictions)}
-    assert len(doc._.contradictions) == 11 + 10
-    assert max(distances) < 3 * len("Statement number 10 is here. ")
+    assert unit_distances(doc) == [1] * 10
+    doc = make_nlp(tiny_nli, threshold=0.0, window=2, max_all_pairs=66)(text)
+    assert len(doc._.contradictions) == 66
+
+
+def test_far_apart_units_sharing_rare_words_are_paired_beyond_the_budget(tiny_nli):
+    filler = [f"Filler sentence {w} number {i} follows." for i, w in enumerate("abcdefghijklmnopqrstuvwxyz")]
+    units = ["The harbour crane collapsed on Tuesday."] + filler + ["No harbour crane collapsed this week."]
+    doc = make_nlp(tiny_nli, threshold=0.0, window=2, max_all_pairs=100)(" ".join(units))
+    assert len(doc.spans["inconsistency_units"]) == 28
+    assert 27 in unit_distances(doc)  # first and last: 27 units apart, found by their shared rare words
+    assert len(doc._.contradictions) <= 100
 
 
 def test_needs_units_or_sentences(tiny_nli):
@@ -218,4 +235,49 @@ def test_probe_scores_remember_pairs_and_score_only_new_ones(tiny_nli):
     expected = NLIBackend(tiny_nli, device="cpu").predict([(texts[1], texts[3]), (texts[3], texts[1])])["contradiction"]
     numpy.testing.assert_allclose([f2[1], b2[1]], expected, atol=1e-5)
     known, forward, backward = probed.lookup(numpy.array([[0, 2], [1, 3]]))
-    assert known.tolist() == [False, True] and numpy.isnan(forward[0]) and forward[1] == f2[1]
+    # lookup gives every label's probability: P(entailment), P(neutral), P(contradiction).
+    assert known.tolist() == [False, True] and numpy.isnan(forward[0]).all() and forward[1, 2] == f2[1]
+    assert forward[1].sum() == pytest.approx(1.0, abs=1e-5) and backward[1, 2] == b2[1]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("4.", False), ("No.", False), ("(b)", False), ("...", False), ("Yes!", False),
+    ("It rained.", True), ("I agree.", True), ("他说了很多话。", True), ("Stop", False), ("Beautiful", True),
+])
+def test_units_without_content_are_not_paired(text, expected):
+    from spacy_inconsistency.pair_scoring import has_content
+
+    lang = "zh" if text.startswith("他") else "en"
+    doc = spacy.blank(lang)(text)
+    assert has_content(doc[:]) is expected
+
+
+def test_units_of_two_speakers_are_not_paired_by_default(tiny_nli):
+    text = "ALICE: The bridge is finished.\nBOB: The bridge is not finished.\nALICE: The bridge is not finished."
+    doc = make_nlp(tiny_nli, threshold=0.0)(text)
+    pairs = {tuple(u["speaker"] for u in f["units"]) for f in doc._.contradictions}
+    assert pairs == {("ALICE", "ALICE")}
+    doc = make_nlp(tiny_nli, threshold=0.0, speakers="all")(text)
+    assert len(doc._.contradictions) == 3
+    with pytest.raises(ValueError, match="speakers"):
+        make_nlp(tiny_nli, speakers="others")
+
+
+def test_learned_without_a_pair_score_falls_back_to_min_with_a_warning(tiny_nli, tmp_path):
+    import shutil
+
+    bare = tmp_path / "bare-nli"
+    shutil.copytree(tiny_nli, bare)
+    (bare / "pair_scorer.json").unlink()
+    with pytest.warns(UserWarning, match="W003"):
+        nlp = make_nlp(str(bare), threshold=0.0)
+    detector = nlp.get_pipe("contradiction_detector")
+    assert detector.cfg["aggregation"] == "learned" and detector.aggregation == "min"
+    assert detector.pair_scorer is None and detector.threshold == 0.0
+    found = nlp(TEXT)._.contradictions
+    assert len(found) == 6
+    for f in found:
+        assert f["score"] == pytest.approx(min(f["directions"]))
+    # An explicit path that does not exist is an error, not a fallback.
+    with pytest.raises(ValueError, match="E192"):
+        make_nlp(str(bare), pair_scorer=str(tmp_path / "missing.json"))

@@ -450,8 +450,8 @@ class NLIJudgeClient(LLMClient):
     - judgement prompt ("### document"): the document is split into
       sentences (`inconsistency_segmenter` rules); candidate pairs (all
       pairs up to `max_all_pairs`, else a `window`) are scored in both
-      directions by the NLI backend and aggregated as in
-      `contradiction_detector`. "yes" with the two sentences of the best
+      directions by the NLI backend and combined as in
+      `contradiction_detector` (by default the learned pair score). "yes" with the two sentences of the best
       pair when its score is at least `threshold`, else "no" and []. At
       temperature > 0 each of the `n` answers draws its pair among the
       pairs over the threshold with probability softmax(score / temperature)
@@ -471,8 +471,11 @@ class NLIJudgeClient(LLMClient):
     other strategies re-use them.
 
     model (str): NLI model for `NLIBackend` ("default": the embedded one).
-    threshold (float): Lowest aggregated contradiction score that is "yes".
-    aggregation (str): "min", "mean" or "max" of the two directions.
+    threshold (Optional[float]): Lowest pair score that is "yes"; None: the
+        learned pair score's fitted threshold (0.5 for min/mean/max).
+    aggregation (str): "learned" (both directions' NLI probabilities and
+        alignment evidence, see `spacy_inconsistency.pair_score`), or "min",
+        "mean" or "max" of the two directions' P(contradiction).
     window (int): Pairs per sentence when not all pairs are compared.
     max_all_pairs (int): Up to this many pairs, all pairs are compared.
     lang (str): spaCy language of the tokenizer used to split sentences.
@@ -483,8 +486,8 @@ class NLIJudgeClient(LLMClient):
         self,
         model: str = "default",
         *,
-        threshold: float = 0.5,
-        aggregation: str = "min",
+        threshold: Optional[float] = None,
+        aggregation: str = "learned",
         window: int = 8,
         max_all_pairs: int = 1000,
         lang: str = "en",
@@ -492,14 +495,14 @@ class NLIJudgeClient(LLMClient):
     ) -> None:
         import spacy
 
-        from ..components.pairwise import AGGREGATIONS
+        from ..pair_score import find_pair_scorer
+        from ..pair_scoring import LEARNED, check_aggregation
         from ..segment import Segmenter
         from .nli import CONTRADICTION, NLIBackend
 
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1]", value=threshold))
+        check_aggregation(aggregation)
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1] or null", value=threshold))
         self._settings = dict(threshold=threshold, aggregation=aggregation, window=window,
                               max_all_pairs=max_all_pairs, lang=lang, device=device)
         self.model_name = model
@@ -508,14 +511,21 @@ class NLIJudgeClient(LLMClient):
         if CONTRADICTION not in self.backend.label_index:
             raise ValueError(Errors.E003.format(name=model, label=CONTRADICTION, labels=list(self.backend.labels),
                                                 component="NLIJudgeClient"))
+        self.aggregation = aggregation
+        self.pair_scorer = (
+            find_pair_scorer(self.backend.local_dir, model_name=model) if aggregation == LEARNED else None
+        )
+        if threshold is None:
+            threshold = self.pair_scorer.threshold if self.pair_scorer is not None else 0.5
         self.threshold = threshold
-        self.aggregate = AGGREGATIONS[aggregation]
         self.window = window
         self.max_all_pairs = max_all_pairs
         self.nlp = spacy.blank(lang)
         self.nlp.max_length = 10_000_000
         self.segmenter = Segmenter()
-        self._scores: Dict[Tuple[str, str], float] = {}
+        # Label probabilities per (premise, hypothesis), and alignment facts per sentence.
+        self._probs: Dict[Tuple[str, str], numpy.ndarray] = {}
+        self._facts: Dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -527,7 +537,7 @@ class NLIJudgeClient(LLMClient):
 
     def sentences(self, text: str) -> List[str]:
         """Split a text into sentences as the judge sees them."""
-        from ..components.pairwise import has_content
+        from ..pair_scoring import has_content
 
         doc = self.segmenter(self.nlp.make_doc(text))
         return [u.text.strip() for u in doc.spans[self.segmenter.units_key] if has_content(u)]
@@ -539,24 +549,33 @@ class NLIJudgeClient(LLMClient):
         all_pairs (bool): Compare all pairs whatever their number.
         RETURNS (Tuple[numpy.ndarray, numpy.ndarray]): Pairs (k, 2) and scores (k,).
         """
-        from ..components.pairwise import candidate_pairs
-        from .nli import CONTRADICTION
+        from ..alignment import facts_of_texts, language_supported
+        from ..pair_score import stack_probabilities
+        from ..pair_scoring import LEARNED, candidate_pairs, combine
 
         limit = len(sentences) ** 2 if all_pairs else self.max_all_pairs
         pairs = candidate_pairs(len(sentences), window=self.window, max_all_pairs=limit)
+        if not len(pairs):
+            return pairs, numpy.zeros(0)
         wanted = []
         for i, j in pairs.tolist():
             for key in ((sentences[i], sentences[j]), (sentences[j], sentences[i])):
-                if key not in self._scores:
+                if key not in self._probs:
                     wanted.append(key)
         wanted = list(dict.fromkeys(wanted))
-        if wanted:
-            with self._lock:
-                probs = self.backend.predict(wanted)[CONTRADICTION]
-                self._scores.update({k: float(p) for k, p in zip(wanted, probs)})
-        forward = numpy.array([self._scores[(sentences[i], sentences[j])] for i, j in pairs.tolist()], dtype=float)
-        backward = numpy.array([self._scores[(sentences[j], sentences[i])] for i, j in pairs.tolist()], dtype=float)
-        return pairs, self.aggregate(forward, backward) if len(pairs) else numpy.zeros(0)
+        facts = None
+        with self._lock:
+            if wanted:
+                probs = stack_probabilities(self.backend.predict(wanted), len(wanted))
+                self._probs.update(zip(wanted, probs))
+            if self.aggregation == LEARNED and language_supported(self.nlp.lang):
+                new = [s for s in dict.fromkeys(sentences) if s not in self._facts]
+                self._facts.update(zip(new, facts_of_texts(new)))
+                facts = [self._facts[s] for s in sentences]
+        forward = numpy.stack([self._probs[(sentences[i], sentences[j])] for i, j in pairs.tolist()])
+        backward = numpy.stack([self._probs[(sentences[j], sentences[i])] for i, j in pairs.tolist()])
+        scores = combine(forward, backward, pairs, aggregation=self.aggregation, pair_scorer=self.pair_scorer, facts=facts)
+        return pairs, scores.astype(float)
 
     def judge(self, document: str, *, temperature: float = 0.0, rng: Optional[numpy.random.Generator] = None) -> Tuple[bool, List[str], float]:
         """Answer the direct prompt for a document.
@@ -676,8 +695,8 @@ def make_local_hf_chat_client(
 @registry.misc("spacy-inconsistency.NLIJudge.v1")
 def make_nli_judge(
     model: str = "default",
-    threshold: float = 0.5,
-    aggregation: str = "min",
+    threshold: Optional[float] = None,
+    aggregation: str = "learned",
     window: int = 8,
     max_all_pairs: int = 1000,
     lang: str = "en",

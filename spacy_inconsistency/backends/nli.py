@@ -1,5 +1,6 @@
 """NLI cross-encoder backend: any Hugging Face sequence-classification NLI model."""
 import warnings
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
@@ -7,7 +8,7 @@ from spacy.util import registry
 
 from ..errors import Errors, Warnings
 from .batching import BudgetedBatches
-from .loading import DEFAULT_MODEL, load_model, resolve_device
+from .loading import DEFAULT_MODEL, load_model, resolve_device, resolve_model
 
 ENTAILMENT = "entailment"
 NEUTRAL = "neutral"
@@ -129,6 +130,12 @@ class NLIBackend(BudgetedBatches):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         model = state.pop("model")
         self.__init__(model, **state)  # type: ignore[misc]
+
+    @property
+    def local_dir(self) -> Optional[Path]:
+        """The model's local directory (None for a model reached by hub id)."""
+        path, local = resolve_model(self.name)
+        return Path(path) if local and Path(path).is_dir() else None
 
     @property
     def labels(self) -> Tuple[str, ...]:

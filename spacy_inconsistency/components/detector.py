@@ -21,7 +21,7 @@ from ..extensions import (
     install_extensions,
 )
 from ..segment import Segmenter
-from .pairwise import DEFAULT_NLI_MODEL, ContradictionDetector, PairScores
+from .pairwise import DEFAULT_NLI_MODEL, DEFAULT_SETTINGS, ContradictionDetector, PairScores
 
 METHOD_PAIRWISE = "nli-pairwise"
 KIND_CONTRADICTION = "contradiction"
@@ -41,9 +41,9 @@ class InconsistencyDetector(Pipe):
     name (str): The component name.
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
-    window, max_all_pairs, threshold, aggregation, candidates: as for
-        `contradiction_detector` (`candidates`, a strategy from
-        `spacy_inconsistency.candidates`, replaces the window / all-pairs rule).
+    window, max_all_pairs, threshold, aggregation, speakers, alignment,
+        pair_scorer, candidates: as for `contradiction_detector` (`candidates`, a strategy
+        from `spacy_inconsistency.candidates`, replaces the budget rule).
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -54,10 +54,13 @@ class InconsistencyDetector(Pipe):
         *,
         model: NLIBackend,
         segmenter: Segmenter,
-        window: int = 4,
-        max_all_pairs: int = 100,
-        threshold: float = 0.5,
-        aggregation: str = "min",
+        window: int = DEFAULT_SETTINGS["window"],
+        max_all_pairs: int = DEFAULT_SETTINGS["max_all_pairs"],
+        threshold: Optional[float] = DEFAULT_SETTINGS["threshold"],
+        aggregation: str = DEFAULT_SETTINGS["aggregation"],
+        speakers: str = DEFAULT_SETTINGS["speakers"],
+        alignment: bool = DEFAULT_SETTINGS["alignment"],
+        pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
@@ -67,7 +70,8 @@ class InconsistencyDetector(Pipe):
         self.pairwise = ContradictionDetector(
             nlp, f"{name}.pairwise", model=model, units_key=segmenter.units_key,
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
-            aggregation=aggregation, candidates=candidates,
+            aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
+            candidates=candidates,
         )
         self.scorer = scorer
 
@@ -145,10 +149,7 @@ class InconsistencyDetector(Pipe):
     default_config={
         "model": DEFAULT_NLI_MODEL,
         "segmenter": {"@misc": "spacy-inconsistency.Segmenter.v1"},
-        "window": 4,
-        "max_all_pairs": 100,
-        "threshold": 0.5,
-        "aggregation": "min",
+        **DEFAULT_SETTINGS,
         "candidates": None,
         "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
     },
@@ -167,8 +168,11 @@ def make_inconsistency_detector(
     segmenter: Segmenter,
     window: int,
     max_all_pairs: int,
-    threshold: float,
+    threshold: Optional[float],
     aggregation: str,
+    speakers: str,
+    alignment: bool,
+    pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
@@ -176,5 +180,5 @@ def make_inconsistency_detector(
     return InconsistencyDetector(
         nlp, name, model=model, segmenter=segmenter, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
-        candidates=candidates, scorer=scorer,
+        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates, scorer=scorer,
     )

@@ -1,5 +1,6 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
-from dataclasses import dataclass
+import warnings
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
@@ -9,10 +10,27 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 from thinc.api import Config
 
-from .. import candidates as _candidates  # noqa: F401  (registers the candidate strategies)
+from .. import candidates as _candidates
 from ..backends.nli import CONTRADICTION, NLIBackend
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
+from ..pair_score import PAIR_SCORER_FILE, PairScoreModel, find_pair_scorer, stack_probabilities
+from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have used)
+    AGGREGATIONS,
+    AGGREGATION_OPTIONS,
+    LEARNED,
+    PairScores,
+    ProbeScores,
+    candidate_pairs,
+    check_aggregation,
+    check_speakers,
+    combine,
+    doc_units,
+    has_content,
+    score_pairs,
+    speaker_pairs,
+    unit_alignment,
+)
 from ..serialize import CfgSerializable
 
 DEFAULT_NLI_MODEL_CONFIG = """
@@ -28,229 +46,58 @@ truncation = "warn"
 local_files_only = false
 """
 DEFAULT_NLI_MODEL = Config().from_str(DEFAULT_NLI_MODEL_CONFIG)["model"]
-
-def _mean(a: numpy.ndarray, b: numpy.ndarray) -> numpy.ndarray:
-    return (a + b) / 2.0
-
-
-AGGREGATIONS = {"mean": _mean, "max": numpy.maximum, "min": numpy.minimum}
-CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation")
-
-
-@dataclass
-class PairScores:
-    """The scored candidate pairs of one Doc.
-
-    units (List[Span]): The Doc's statement units.
-    pairs (numpy.ndarray): int, shape (k, 2): indices into `units`, i < j.
-    forward (numpy.ndarray): P(contradiction) with unit i as premise.
-    backward (numpy.ndarray): P(contradiction) with unit j as premise.
-    score (numpy.ndarray): The two directions aggregated.
-    """
-
-    units: List[Span]
-    pairs: numpy.ndarray
-    forward: numpy.ndarray
-    backward: numpy.ndarray
-    score: numpy.ndarray
-
-    @property
-    def max_score(self) -> float:
-        return float(self.score.max()) if len(self.score) else 0.0
-
-
-def doc_units(doc: Doc, units_key: str, component: str) -> List[Span]:
-    """The statement units of a Doc: `doc.spans[units_key]`, else its sentences."""
-    if units_key in doc.spans:
-        return list(doc.spans[units_key])
-    if len(doc) == 0:
-        return []
-    if doc.has_annotation("SENT_START"):
-        return [s for s in doc.sents if not all(t.is_space for t in s)]
-    raise ValueError(Errors.E007.format(key=units_key, component=component))
-
-
-def candidate_pairs(n_units: int, *, window: int, max_all_pairs: int) -> numpy.ndarray:
-    """Index pairs (i < j) of the units to compare.
-
-    All pairs when there are at most `max_all_pairs` of them; otherwise each
-    unit with the `window` units after it.
-
-    n_units (int): Number of units.
-    window (int): How many following units each unit is paired with.
-    max_all_pairs (int): Largest number of pairs for which all are compared.
-    RETURNS (numpy.ndarray): int64, shape (k, 2).
-    """
-    if n_units < 2:
-        return numpy.zeros((0, 2), dtype=numpy.int64)
-    if n_units * (n_units - 1) // 2 <= max_all_pairs:
-        i, j = numpy.triu_indices(n_units, k=1)
-    else:
-        offsets = numpy.arange(1, max(window, 1) + 1)
-        i = numpy.repeat(numpy.arange(n_units), len(offsets))
-        j = i + numpy.tile(offsets, n_units)
-        keep = j < n_units
-        i, j = i[keep], j[keep]
-    return numpy.stack([i, j], axis=1).astype(numpy.int64)
-
-
-def score_pairs(
-    model: NLIBackend,
-    texts: Sequence[str],
-    pairs: numpy.ndarray,
-    *,
-    aggregation: str = "min",
-    threshold: float = 0.5,
-    lazy_reverse: bool = True,
-    chunk_size: int = 4096,
-) -> PairScores:
-    """Score index pairs of texts in both directions, chunk by chunk.
-
-    With `min` aggregation and `lazy_reverse`, the reverse direction is only
-    scored where the forward one reaches `threshold`: min(f, b) >= threshold
-    needs f >= threshold, so the pairs kept are exactly those of scoring
-    both directions, at about half the cost. Unscored reverse scores are NaN
-    and their aggregated score is the forward score (an upper bound).
-
-    model (NLIBackend): The NLI backend.
-    texts (Sequence[str]): Unit texts.
-    pairs (numpy.ndarray): int, shape (k, 2): indices into `texts`.
-    aggregation (str): "min", "mean" or "max".
-    threshold (float): The threshold findings will be cut at.
-    lazy_reverse (bool): Skip reverse scores that cannot matter (min only).
-    chunk_size (int): Pairs sent to the backend at once (bounds memory).
-    RETURNS (PairScores): Scores; `units` is empty (the caller has them).
-    """
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
-    pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
-    k = len(pairs)
-    forward = numpy.zeros(k, dtype=numpy.float32)
-    backward = numpy.full(k, numpy.nan, dtype=numpy.float32)
-    lazy = lazy_reverse and aggregation == "min"
-    for start in range(0, k, chunk_size):
-        chunk = pairs[start : start + chunk_size].tolist()
-        if lazy:
-            forward[start : start + len(chunk)] = model.predict([(texts[i], texts[j]) for i, j in chunk])[CONTRADICTION]
-        else:
-            both = [p for i, j in chunk for p in ((texts[i], texts[j]), (texts[j], texts[i]))]
-            scores = model.predict(both)[CONTRADICTION]
-            forward[start : start + len(chunk)] = scores[0::2]
-            backward[start : start + len(chunk)] = scores[1::2]
-    if lazy:
-        todo = numpy.flatnonzero(forward >= threshold)
-        for start in range(0, len(todo), chunk_size):
-            idx = todo[start : start + chunk_size]
-            backward[idx] = model.predict([(texts[j], texts[i]) for i, j in pairs[idx].tolist()])[CONTRADICTION]
-        score = numpy.where(numpy.isnan(backward), forward, numpy.minimum(forward, backward))
-    else:
-        score = AGGREGATIONS[aggregation](forward, backward)
-    return PairScores([], pairs, forward, backward, score.astype(numpy.float32))
-
-
-class ProbeScores:
-    """Scores both directions of the pairs a candidate strategy probes, and remembers them.
-
-    Strategies that pick pairs by scoring some first (`needs_scorer`, e.g.
-    `contradiction_hubs`) get this as their scorer; the detector then reuses
-    the remembered scores instead of scoring those pairs again. What is
-    remembered is three arrays (pair keys and the two directions' scores).
-
-    model (NLIBackend): The NLI backend.
-    texts (Sequence[str]): Unit texts.
-    chunk_size (int): Pairs sent to the backend at once.
-    """
-
-    def __init__(self, model: NLIBackend, texts: Sequence[str], *, chunk_size: int = 4096) -> None:
-        self.model = model
-        self.texts = texts
-        self.chunk_size = chunk_size
-        self.keys = numpy.zeros(0, dtype=numpy.int64)  # i * n + j, sorted
-        self.forward = numpy.zeros(0, dtype=numpy.float32)
-        self.backward = numpy.zeros(0, dtype=numpy.float32)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def _keys(self, pairs: numpy.ndarray) -> numpy.ndarray:
-        return pairs[:, 0] * len(self.texts) + pairs[:, 1]
-
-    def lookup(self, pairs: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-        """(known mask, forward, backward) for `pairs`; unknown pairs get NaN."""
-        pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
-        keys = self._keys(pairs)
-        pos = numpy.minimum(numpy.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        known = self.keys[pos] == keys if len(self.keys) else numpy.zeros(len(keys), dtype=bool)
-        forward = numpy.full(len(keys), numpy.nan, dtype=numpy.float32)
-        backward = numpy.full(len(keys), numpy.nan, dtype=numpy.float32)
-        forward[known] = self.forward[pos[known]]
-        backward[known] = self.backward[pos[known]]
-        return known, forward, backward
-
-    def __call__(self, pairs: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
-        known, _, _ = self.lookup(pairs)
-        new = numpy.unique(pairs[~known], axis=0)
-        if len(new):
-            scores = score_pairs(
-                self.model, self.texts, new, aggregation="mean", lazy_reverse=False, chunk_size=self.chunk_size
-            )
-            keys = numpy.concatenate([self.keys, self._keys(new)])
-            order = numpy.argsort(keys, kind="stable")
-            self.keys = keys[order]
-            self.forward = numpy.concatenate([self.forward, scores.forward])[order]
-            self.backward = numpy.concatenate([self.backward, scores.backward])[order]
-        _, forward, backward = self.lookup(pairs)
-        return forward, backward
-
-
-def score_candidates(
-    model: NLIBackend,
-    texts: Sequence[str],
-    pairs: numpy.ndarray,
-    probed: Optional[ProbeScores] = None,
-    **kwargs: Any,
-) -> PairScores:
-    """`score_pairs`, reusing the scores of pairs a strategy already probed."""
-    pairs = numpy.asarray(pairs, dtype=numpy.int64).reshape(-1, 2)
-    if probed is None or not len(probed):
-        return score_pairs(model, texts, pairs, **kwargs)
-    known, forward, backward = probed.lookup(pairs)
-    rest = score_pairs(model, texts, pairs[~known], **kwargs)
-    forward[~known] = rest.forward
-    backward[~known] = rest.backward
-    aggregation = kwargs.get("aggregation", "min")
-    score = numpy.where(numpy.isnan(backward), forward, AGGREGATIONS[aggregation](forward, backward))
-    return PairScores([], pairs, forward, backward, score.astype(numpy.float32))
-
-
-def has_content(span: Span) -> bool:
-    """Whether a unit has a letter or digit; units without one are not paired."""
-    return any(ch.isalnum() for ch in span.text)
+# Defaults shared by `contradiction_detector` and `inconsistency_detector`.
+DEFAULT_SETTINGS: Dict[str, Any] = {
+    "window": 4,
+    "max_all_pairs": 2000,
+    "threshold": None,
+    "aggregation": LEARNED,
+    "speakers": "same",
+    "alignment": True,
+    "pair_scorer": None,
+}
+# Threshold of the fixed rules (min/mean/max) when none is given.
+DEFAULT_RULE_THRESHOLD = 0.5
+CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer")
 
 
 class ContradictionDetector(CfgSerializable, Pipe):
     """Find pairs of statement units that contradict each other.
 
-    Each candidate pair is scored by the NLI backend in both directions and
-    the two P(contradiction) are aggregated; pairs at or over `threshold`
-    are written to `doc._.contradictions`, highest score first. Units with
-    no letter or digit (e.g. "...") are not paired.
+    Each candidate pair is scored by the NLI backend in both directions. The
+    default `learned` pair score combines both directions' probabilities with
+    alignment evidence (same subject, another time, a hedge, conflicting
+    numbers, dates, names; see `spacy_inconsistency.alignment`) in a
+    calibrated logistic regression fitted for the NLI model, so a pair scores
+    the same in either order. Pairs at or over the threshold are written to
+    `doc._.contradictions`, highest score first. Units without content ("4.",
+    "No.") are not paired, and in transcripts two different speakers are not
+    paired (`speakers = "same"`): a disagreement is not a self-contradiction.
 
     nlp (Language): The pipeline.
     name (str): The component name.
     model (NLIBackend): The NLI backend; it must have a contradiction label.
     units_key (str): `doc.spans` key of the units (falls back to sentences).
-    window (int): Each unit is paired with this many following units.
-    max_all_pairs (int): When a Doc has at most this many unit pairs, all
-        pairs are compared.
-    threshold (float): Lowest aggregated score kept as a contradiction.
-    aggregation (str): How the two directions combine: "min" (both must
-        say contradiction; contradiction is symmetric, while one-directional
-        false alarms are common), "mean" or "max".
+    window (int): Beyond the pair budget, each unit is paired with this many
+        following units (and with the units sharing its rarest words).
+    max_all_pairs (int): Pair budget per Doc: a Doc with at most this many
+        unit pairs has all of them compared; a longer one this many, chosen
+        by `candidates.budget.v1`.
+    threshold (Optional[float]): Lowest pair score kept as a contradiction;
+        None: the document threshold fitted with the learned pair score, which
+        grows with the number of pairs compared (0.5 for the fixed rules).
+    aggregation (str): How the two directions combine: "learned" (the pair
+        score described above), or P(contradiction)'s "min" (both directions
+        must say contradiction), "mean" or "max".
+    speakers (str): "same": pair units of one speaker (and units without a
+        speaker) only; "all": pair everything.
+    alignment (bool): Give the learned pair score the alignment evidence
+        (English only: units are parsed with spaCy's English pipeline); False
+        uses its NLI-only model, as for other languages.
+    pair_scorer (Optional[str]): Path of the learned pair score's JSON file;
+        None: `pair_scorer.json` in the NLI model's directory.
     candidates (Optional[CandidateStrategy]): Which unit pairs to score
-        (see `spacy_inconsistency.candidates`); None uses `window` and
-        `max_all_pairs` as described above.
+        (see `spacy_inconsistency.candidates`); None uses the budget rule.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -263,22 +110,25 @@ class ContradictionDetector(CfgSerializable, Pipe):
         *,
         model: NLIBackend,
         units_key: str = UNITS_KEY,
-        window: int = 4,
-        max_all_pairs: int = 100,
-        threshold: float = 0.5,
-        aggregation: str = "min",
+        window: int = DEFAULT_SETTINGS["window"],
+        max_all_pairs: int = DEFAULT_SETTINGS["max_all_pairs"],
+        threshold: Optional[float] = DEFAULT_SETTINGS["threshold"],
+        aggregation: str = DEFAULT_SETTINGS["aggregation"],
+        speakers: str = DEFAULT_SETTINGS["speakers"],
+        alignment: bool = DEFAULT_SETTINGS["alignment"],
+        pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(Errors.E008.format(value=aggregation, options=sorted(AGGREGATIONS)))
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1]", value=threshold))
+        check_aggregation(aggregation)
+        check_speakers(speakers)
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1] or null", value=threshold))
         if window < 1:
             raise ValueError(Errors.E006.format(name="window", expected="at least 1", value=window))
-        if max_all_pairs < 0:
-            raise ValueError(Errors.E006.format(name="max_all_pairs", expected="0 or more", value=max_all_pairs))
+        if max_all_pairs < 1:
+            raise ValueError(Errors.E006.format(name="max_all_pairs", expected="at least 1", value=max_all_pairs))
         if CONTRADICTION not in model.label_index:
             raise ValueError(
                 Errors.E003.format(name=model.name, label=CONTRADICTION, labels=list(model.labels), component=name)
@@ -293,7 +143,55 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "max_all_pairs": max_all_pairs,
             "threshold": threshold,
             "aggregation": aggregation,
+            "speakers": speakers,
+            "alignment": alignment,
+            "pair_scorer": pair_scorer,
         }
+        self._pair_scorer: Optional[PairScoreModel] = None
+        self._load_pair_scorer()
+
+    def _load_pair_scorer(self) -> None:
+        self._pair_scorer = None
+        self._aggregation = self.cfg["aggregation"]
+        if self._aggregation != LEARNED:
+            return
+        path = self.cfg["pair_scorer"]
+        if path is not None:
+            if not Path(path).exists():
+                raise ValueError(Errors.E192.format(name=self.model.name, path=path))
+            self._pair_scorer = PairScoreModel.from_disk(path)
+            return
+        local = self.model.local_dir
+        if local is None or not (Path(local) / PAIR_SCORER_FILE).exists():
+            # Documented fallback: any NLI model works out of the box, with the fixed rule.
+            warnings.warn(Warnings.W003.format(name=self.model.name, threshold=self.threshold))
+            self._aggregation = "min"
+            return
+        self._pair_scorer = find_pair_scorer(local, model_name=self.model.name)
+
+    def _restore(self, cfg: Dict[str, Any]) -> Any:
+        super()._restore(cfg)
+        self._load_pair_scorer()
+        return self
+
+    @property
+    def aggregation(self) -> str:
+        """The aggregation in use ("min" where "learned" has no pair score for the model)."""
+        return self._aggregation
+
+    @property
+    def pair_scorer(self) -> Optional[PairScoreModel]:
+        """The learned pair score (None with a fixed rule)."""
+        return self._pair_scorer
+
+    @property
+    def threshold(self) -> float:
+        """The threshold in use: the setting, else the learned score's, else 0.5."""
+        if self.cfg["threshold"] is not None:
+            return float(self.cfg["threshold"])
+        if self._pair_scorer is not None:
+            return self._pair_scorer.threshold
+        return DEFAULT_RULE_THRESHOLD
 
     def __call__(self, doc: Doc) -> Doc:
         self.set_annotations([doc], self.predict([doc]))
@@ -317,26 +215,31 @@ class ContradictionDetector(CfgSerializable, Pipe):
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]
             probed = ProbeScores(self.model, unit_texts)
-            pairs = self.unit_pairs(units, scorer=probed)
+            pairs = speaker_pairs(units, self.unit_pairs(units, scorer=probed), self.cfg["speakers"])
             known, forward, backward = probed.lookup(pairs)
             for i, j in pairs[~known].tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
                 texts.append((unit_texts[j], unit_texts[i]))
             per_doc.append((units, pairs, known, forward, backward))
-        contradiction = self.model.predict(texts)[CONTRADICTION] if texts else numpy.zeros(0, dtype=numpy.float32)
-        aggregate = AGGREGATIONS[self.cfg["aggregation"]]
+        probs = stack_probabilities(self.model.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
         out = []
         offset = 0
+        learned = self._aggregation == LEARNED
         for units, pairs, known, forward, backward in per_doc:
             k = int((~known).sum())
-            scores = contradiction[offset : offset + 2 * k]
+            scores = probs[offset : offset + 2 * k]
             offset += 2 * k
             forward[~known], backward[~known] = scores[0::2], scores[1::2]
-            out.append(PairScores(units, pairs, forward, backward, aggregate(forward, backward)))
+            facts = unit_alignment(units) if learned and self.cfg["alignment"] and len(pairs) else None
+            score = combine(
+                forward, backward, pairs, aggregation=self._aggregation,
+                pair_scorer=self._pair_scorer, facts=facts,
+            )
+            out.append(PairScores(units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score))
         return out
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
-        """The candidate pairs of units: the `candidates` strategy, else window / all pairs.
+        """The candidate pairs of units: the `candidates` strategy, else the budget rule.
 
         units (Sequence[Span]): The units.
         scorer (Optional[PairScorer]): For strategies that probe pairs with
@@ -347,11 +250,20 @@ class ContradictionDetector(CfgSerializable, Pipe):
             if scorer is None and _candidates.needs_scorer(self.candidates):
                 scorer = ProbeScores(self.model, [u.text.strip() for u in units])
             return _candidates.run_strategy(self.candidates, units, scorer=scorer)
-        return candidate_pairs(len(units), window=self.cfg["window"], max_all_pairs=self.cfg["max_all_pairs"])
+        budget = _candidates.BudgetStrategy(max_pairs=self.cfg["max_all_pairs"], window=self.cfg["window"], k=10)
+        return budget(units)
+
+    def threshold_for(self, n_pairs: int) -> float:
+        """The threshold of a Doc with `n_pairs` compared pairs: the setting when
+        given; else the learned score's document threshold, which grows with the
+        number of pairs (see `pair_score.DocumentThreshold`); else 0.5."""
+        if self.cfg["threshold"] is None and self._pair_scorer is not None:
+            return self._pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
+        return self.threshold
 
     def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
-        """The pairs at or over the threshold, as plain dicts, highest score first."""
-        keep = numpy.flatnonzero(scores.score >= self.cfg["threshold"])
+        """The pairs at or over the Doc's threshold, as plain dicts, highest score first."""
+        keep = numpy.flatnonzero(scores.score >= self.threshold_for(len(scores.pairs)))
         keep = keep[numpy.argsort(-scores.score[keep], kind="stable")]
         found = []
         for k in keep.tolist():
@@ -370,16 +282,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
         for doc, doc_scores in zip(docs, scores):
             setattr(doc._, CONTRADICTIONS, self.findings(doc_scores))
 
+
 @Language.factory(
     "contradiction_detector",
     assigns=[f"doc._.{CONTRADICTIONS}"],
     default_config={
         "model": DEFAULT_NLI_MODEL,
         "units_key": UNITS_KEY,
-        "window": 4,
-        "max_all_pairs": 100,
-        "threshold": 0.5,
-        "aggregation": "min",
+        **DEFAULT_SETTINGS,
         "candidates": None,
         "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
     },
@@ -392,8 +302,11 @@ def make_contradiction_detector(
     units_key: str,
     window: int,
     max_all_pairs: int,
-    threshold: float,
+    threshold: Optional[float],
     aggregation: str,
+    speakers: str,
+    alignment: bool,
+    pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
@@ -401,5 +314,5 @@ def make_contradiction_detector(
     return ContradictionDetector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
-        candidates=candidates, scorer=scorer,
+        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates, scorer=scorer,
     )
