@@ -3,18 +3,28 @@
 The corpus is real text from ../shared/data: every distinct source article of
 the TRUE datasets (CNN/DailyMail and XSum news, 488 articles), topped up with
 ConTRoL passages of at least 150 words to reach --n-docs. Prints one line
-per setting and the n_process=2 / single-process ratio from the same run.
+per setting (the default, and the previous default for comparison: `min` of
+the two directions, all pairs up to 100 else a window of 4) and the ratios
+from the same run.
 
-    python scripts/benchmark_detect.py --n-docs 1000
+    python scripts/benchmark_detect.py --n-docs 150 --settings default,previous
 """
 import csv
 import json
 import time
 import zipfile
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List
 
 import typer
+
+SETTINGS: Dict[str, Dict[str, Any]] = {
+    "default": {},
+    "previous": {
+        "aggregation": "min", "threshold": 0.5,
+        "candidates": {"@misc": "spacy-inconsistency.candidates.classic.v1", "window": 4, "max_all_pairs": 100},
+    },
+}
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
@@ -45,39 +55,44 @@ def main(
     n_docs: int = typer.Option(1000, help="Number of documents."),
     data_dir: Path = typer.Option(DEFAULT_DATA, help="The shared data folder."),
     batch_size: int = typer.Option(16, help="nlp.pipe batch size."),
-    processes: str = typer.Option("1,2", help="Comma-separated n_process values to run."),
+    processes: str = typer.Option("1", help="Comma-separated n_process values to run."),
+    settings: str = typer.Option("default,previous", help=f"Comma-separated settings: {', '.join(SETTINGS)}."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
 ) -> None:
-    from spacy_inconsistency.cli import build_pipeline
-    from spacy_inconsistency.components.pairwise import candidate_pairs, has_content
+    import spacy
+
+    from spacy_inconsistency.pair_scoring import has_content, speaker_pairs
 
     texts = load_corpus(data_dir, n_docs)
     words = sum(len(t.split()) for t in texts)
     typer.echo(f"{len(texts)} documents, {words / len(texts):.0f} words on average", err=True)
-    nlp = build_pipeline(lang="en", device="cpu")
-    detector = nlp.get_pipe("inconsistency_detector")
     results = {"n_docs": len(texts), "mean_words": words / len(texts), "runs": []}
-    for n_process in (int(p) for p in processes.split(",")):
-        start = time.perf_counter()
-        n_pairs = 0
-        flagged = 0
-        for doc in nlp.pipe(texts, batch_size=batch_size, n_process=n_process):
-            units = sum(1 for u in doc.spans["inconsistency_units"] if has_content(u))
-            n_pairs += len(candidate_pairs(units, window=detector.cfg["window"],
-                                           max_all_pairs=detector.cfg["max_all_pairs"]))
-            flagged += int(doc._.has_inconsistency)
-        seconds = time.perf_counter() - start
-        run = {"n_process": n_process, "seconds": seconds, "docs_per_s": len(texts) / seconds,
-               "pairs": n_pairs, "nli_calls_per_s": 2 * n_pairs / seconds, "flagged": flagged}
-        results["runs"].append(run)
-        typer.echo(f"n_process={n_process}: {len(texts)} docs in {seconds:.1f} s = "
-                   f"{run['docs_per_s']:.2f} docs/s, {run['nli_calls_per_s']:.0f} NLI pairs/s "
-                   f"({n_pairs} unit pairs, {flagged} docs flagged)")
+    for name in settings.split(","):
+        nlp = spacy.blank("en")
+        nlp.max_length = 10_000_000
+        detector = nlp.add_pipe("inconsistency_detector", config={"model": {"device": "cpu"}, **SETTINGS[name]})
+        for n_process in (int(p) for p in processes.split(",")):
+            start = time.perf_counter()
+            docs = list(nlp.pipe(texts, batch_size=batch_size, n_process=n_process))
+            seconds = time.perf_counter() - start
+            n_pairs = 0
+            for doc in docs:
+                units = [u for u in doc.spans["inconsistency_units"] if has_content(u)]
+                n_pairs += len(speaker_pairs(units, detector.pairwise.unit_pairs(units), detector.cfg["speakers"]))
+            flagged = sum(int(doc._.has_inconsistency) for doc in docs)
+            run = {"setting": name, "n_process": n_process, "seconds": seconds, "docs_per_s": len(texts) / seconds,
+                   "pairs": n_pairs, "pairs_per_doc": n_pairs / len(texts), "nli_calls_per_s": 2 * n_pairs / seconds,
+                   "flagged": flagged}
+            results["runs"].append(run)
+            typer.echo(f"{name}, n_process={n_process}: {len(texts)} docs in {seconds:.1f} s = "
+                       f"{run['docs_per_s']:.2f} docs/s, {run['nli_calls_per_s']:.0f} NLI pairs/s "
+                       f"({n_pairs / len(texts):.0f} unit pairs a doc, {flagged} docs flagged)")
     if len(results["runs"]) > 1:
-        base = results["runs"][0]["docs_per_s"]
+        base = results["runs"][0]
         for run in results["runs"][1:]:
-            typer.echo(f"ratio n_process={run['n_process']} / n_process={results['runs'][0]['n_process']}: "
-                       f"{run['docs_per_s'] / base:.2f}x")
+            typer.echo(f"ratio {run['setting']}/n_process={run['n_process']} vs {base['setting']}/"
+                       f"n_process={base['n_process']}: docs/s {run['docs_per_s'] / base['docs_per_s']:.2f}x, "
+                       f"NLI pairs/s {run['nli_calls_per_s'] / base['nli_calls_per_s']:.2f}x")
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(results, indent=2))

@@ -7,8 +7,9 @@ Two sets from ../shared/data:
 - News (`true/qags_xsum.csv` source articles, taken to be consistent): the
   share of articles the detector flags, i.e. its false-alarm rate per document.
 
-Each pair is scored once in both directions; every aggregation and threshold
-is then computed from the same scores.
+Each pair is scored once in both directions; every aggregation (the learned
+pair score of the detector, and min / mean / max of P(contradiction)) and
+threshold is then computed from the same scores.
 
     python scripts/evaluate_documents.py --model default --output metrics/documents.json
 """
@@ -20,7 +21,7 @@ import numpy
 import typer
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-AGGREGATION_NAMES = ("min", "mean", "max")
+AGGREGATION_NAMES = ("learned", "min", "mean", "max")
 THRESHOLDS = (0.5, 0.7, 0.9)
 
 
@@ -33,7 +34,7 @@ def main(
     import spacy
     from sklearn.metrics import roc_auc_score
 
-    from spacy_inconsistency.components.pairwise import AGGREGATIONS
+    from spacy_inconsistency.pair_scoring import AGGREGATIONS
 
     records = json.loads((data_dir / "contradiction" / "contradoc_50.json").read_text(encoding="utf-8"))
     contradoc = [r for r in records if r["label"] == "non_contradictory" or r["evidence"] in r["text"]]
@@ -51,20 +52,36 @@ def main(
     scores = detector.predict(docs)
     results = {"model": model, "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
+    learned_threshold = detector.threshold
+    results["learned_threshold"] = learned_threshold
     for name in AGGREGATION_NAMES:
-        fn = AGGREGATIONS[name]
-        doc_scores = numpy.array([float(fn(s.forward, s.backward).max()) if len(s.pairs) else 0.0 for s in scores])
+        if name == "learned":
+            doc_scores = numpy.array([s.max_score for s in scores])
+        else:
+            fn = AGGREGATIONS[name]
+            doc_scores = numpy.array([float(fn(s.forward, s.backward).max()) if len(s.pairs) else 0.0 for s in scores])
         c, n = doc_scores[: len(contradoc)], doc_scores[len(contradoc):]
         entry = {"contradoc_auc": float(roc_auc_score(gold, c)), "thresholds": {}}
-        for t in THRESHOLDS:
+        for t in THRESHOLDS + ((learned_threshold,) if name == "learned" else ()):
             entry["thresholds"][str(t)] = {
                 "contradoc_flagged_positive": float((c[gold] >= t).mean()),
                 "contradoc_flagged_negative": float((c[~gold] >= t).mean()),
                 "news_flagged": float((n >= t).mean()),
             }
+        if name == "learned":
+            # The detector's own decision: its threshold grows with the number of pairs.
+            cuts = numpy.array([detector.threshold_for(len(s.pairs)) for s in scores])
+            hit = doc_scores >= cuts
+            hc, hn = hit[: len(contradoc)], hit[len(contradoc):]
+            entry["thresholds"]["document"] = {
+                "contradoc_flagged_positive": float(hc[gold].mean()),
+                "contradoc_flagged_negative": float(hc[~gold].mean()),
+                "news_flagged": float(hn.mean()),
+            }
         results["by_aggregation"][name] = entry
-        at = entry["thresholds"]["0.5"]
-        typer.echo(f"{name:4s}: ContraDoc ROC-AUC {entry['contradoc_auc']:.3f}; at 0.5 flagged "
+        cut = "document" if name == "learned" else 0.5
+        at = entry["thresholds"][str(cut)]
+        typer.echo(f"{name:7s}: ContraDoc ROC-AUC {entry['contradoc_auc']:.3f}; at {cut} flagged "
                    f"{at['contradoc_flagged_positive']:.0%} of contradictory, "
                    f"{at['contradoc_flagged_negative']:.0%} of consistent ContraDoc docs, "
                    f"{at['news_flagged']:.0%} of news articles")

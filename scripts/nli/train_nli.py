@@ -206,6 +206,7 @@ def main(argv=None):
     ap.add_argument("--symmetric", action="store_true", help="also train every contradiction pair reversed")
     ap.add_argument("--cap-per-source", type=int, default=0,
                     help="seeded sample of at most this many rows per source, after --symmetric (0 = all)")
+    ap.add_argument("--source-caps", nargs="*", default=[], help="per-source caps overriding --cap-per-source, e.g. snli=8000")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (CPU with AVX512-BF16/AMX, or CUDA)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--checkpoint-minutes", type=float, default=10, help="save a resumable checkpoint this often (0 = never)")
@@ -239,6 +240,7 @@ def main(argv=None):
         rows, n_reversed = add_reverse_contradictions(rows)
         log(f"--symmetric: {n_reversed} reversed contradiction rows added")
     if args.cap_per_source:
+        caps = {k: int(v) for k, v in (item.split("=") for item in args.source_caps)}
         by_source = defaultdict(list)
         for r in rows:
             by_source[r["source"]].append(r)
@@ -247,7 +249,7 @@ def main(argv=None):
         for source in sorted(by_source):
             members = by_source[source]
             cap_rng.shuffle(members)
-            rows.extend(members[: args.cap_per_source])
+            rows.extend(members[: caps.get(source, args.cap_per_source)])
         log(f"--cap-per-source {args.cap_per_source}: {len(rows)} rows")
     held = read_jsonl(args.heldout) if args.heldout and os.path.exists(args.heldout) else []
     for extra in args.extra_heldout:
@@ -304,6 +306,7 @@ def main(argv=None):
         step, seen, epoch, history = state["step"], state["seen"], state["epoch"], state["history"]
         skip_in_epoch, trained_s_before = state["batch_in_epoch"], state["train_s"]
         log(f"resumed from {ckpt_dir} at step {step} (epoch {epoch}, batch {skip_in_epoch})")
+    seen_log, step_start = seen, step
     t_ckpt = time.time()
 
     def save_checkpoint(batch_in_epoch, rng_state):
@@ -338,7 +341,7 @@ def main(argv=None):
                 now = time.time()
                 eps = (seen - seen_log) / (now - t_log)
                 el = (now - t_train) / 60
-                eta = (total_steps - step) * (now - t_train) / step / 60
+                eta = (total_steps - step) * (now - t_train) / (step - step_start) / 60
                 log(f"epoch {epoch} step {step}/{total_steps} loss {run_loss / run_n:.4f} "
                     f"lr {sched.get_last_lr()[0]:.2e} {eps:.1f} ex/s elapsed {el:.1f}m eta {eta:.1f}m")
                 history.append({"step": step, "loss": round(run_loss / run_n, 4), "ex_per_s": round(eps, 1)})
@@ -372,7 +375,7 @@ def main(argv=None):
         "lr": args.lr, "weight_decay": args.weight_decay, "warmup_fraction": args.warmup,
         "max_length": args.max_length, "seed": args.seed, "threads": args.threads,
         "symmetric": args.symmetric, "reversed_contradictions_added": n_reversed, "bf16": args.bf16,
-        "cap_per_source": args.cap_per_source,
+        "cap_per_source": args.cap_per_source, "source_caps": args.source_caps,
         "max_minutes": args.max_minutes, "stopped_early": stopped,
         "train_wall_s": round(train_s, 1), "total_wall_s": round(time.time() - t_start, 1),
         "examples_seen": seen, "examples_per_s": round(seen / train_s, 2),

@@ -1,0 +1,506 @@
+"""Fit the learned pair score of an NLI model (`pair_scorer.json`) on held-out pairs.
+
+The pair score is a logistic regression over both directions' NLI probabilities and
+the alignment features (see `spacy_inconsistency.pair_score`). It is fitted on pairs
+the NLI model never trained on:
+
+* every unit pair the detector compares in the documents of the behavioural suite's
+  DEV split (`tests/behaviour/dev_*.jsonl`): the gold pair of each contradiction
+  document is a contradiction, every other pair (the control's near miss included)
+  is not;
+* the held-out edits of real sentences (`edit_heldout.jsonl`: negations, number and
+  date changes, and their controls: another subject, another time, a hedge, ...);
+* held-out sentence pairs of one coherent passage, unrelated sentences, antonym and
+  synonym swaps, and the held-out NLI rows (contradiction against the rest);
+* every pair the detector compares in `--news-negatives` real news articles (TRUE's
+  FRANK and SummEval source articles), taken as not contradictions: what the
+  detector meets most is long, consistent text.
+
+With `--gated` (the default) the alignment features have no weight of their own, only
+times the larger P(contradiction): fitted freely, the score learned that an antonym or
+two numbers in a pair mean contradiction, which holds in edited pairs and not in news.
+
+Each source gets the same total weight, and within a source both classes do. The
+regularisation is chosen by 5-fold cross-validation grouped by document.
+
+Thresholds. The highest pair score of a consistent document grows with its number of
+pairs, so the detector's threshold does too (`pair_score.DocumentThreshold`): the
+out-of-fold scores of the news negatives' pairs give F, the distribution of pair
+scores in consistent text, and a Doc of k pairs is flagged at F^-1((1 - alpha) ** (1/k)).
+alpha is the largest (0.01 .. 0.30) that flags at most `--max-dev-false-alarms` of the
+dev controls (out of fold) and at most `--max-news-alarms` of `--calibration-news`
+further news articles (the first ones of TRUE's FRANK and SummEval sources, taken as
+consistent; never an article of `qags_xsum.csv`, the news check of
+`evaluate_documents.py`). The fixed pair `threshold` (used across documents) is the one
+that maximises recall minus false alarms on the dev documents, raised until those news
+articles are flagged at most `--max-news-alarms`. The TEST split of the suite is never read.
+
+    python scripts/nli/fit_pair_scorer.py --model training/nli-minilm-l6-skills \
+        --nli-dir assets/nli --suite tests/behaviour --output training/nli-minilm-l6-skills/pair_scorer.json
+"""
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy
+import typer
+
+ROOT = Path(__file__).resolve().parents[2]
+NLI_HELDOUT = {
+    "edit_heldout.jsonl": None,
+    "docpairs_heldout.jsonl": None,
+    "unrelated_heldout.jsonl": None,
+    "antonym_heldout.jsonl": None,
+    "heldout.jsonl": {"snli", "taxinli", "sick"},
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class CachedNLI:
+    """The NLI backend's label probabilities, remembered per (premise, hypothesis) and kept on disk,
+    so that refitting with other alignment features does not score the pairs again."""
+
+    def __init__(self, backend, path: Optional[Path]):
+        self.backend = backend
+        self.path = path
+        self.memory: Dict[Tuple[str, str], List[float]] = {}
+        if path is not None and path.exists():
+            self.memory = {tuple(k): v for k, v in json.loads(path.read_text(encoding="utf8"))}
+        self.label_index = backend.label_index
+
+    def predict(self, pairs):
+        from spacy_inconsistency.pair_score import stack_probabilities
+
+        new = [p for p in dict.fromkeys(map(tuple, pairs)) if p not in self.memory]
+        if new:
+            probs = stack_probabilities(self.backend.predict(new), len(new))
+            self.memory.update(zip(new, probs.tolist()))
+        rows = numpy.array([self.memory[tuple(p)] for p in pairs], dtype=numpy.float32).reshape(-1, 3)
+        return {"entailment": rows[:, 0], "neutral": rows[:, 1], "contradiction": rows[:, 2]}
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps([[list(k), v] for k, v in self.memory.items()]), encoding="utf8")
+
+
+def suite_pairs(records, model, *, max_all_pairs: int):
+    """Feature inputs of every compared unit pair of the suite's documents."""
+    import spacy
+
+    from spacy_inconsistency.candidates import BudgetStrategy
+    from spacy_inconsistency.pair_scoring import has_content, nli_probabilities, speaker_pairs, unit_alignment
+    from spacy_inconsistency.segment import Segmenter
+
+    nlp = spacy.blank("en")
+    segmenter = Segmenter()
+    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    out = {"forward": [], "backward": [], "align": [], "label": [], "group": [], "doc": [], "near_miss": []}
+    from spacy_inconsistency.alignment import pair_feature_matrix
+
+    for n_rec, record in enumerate(records):
+        for side in ("contradiction", "control"):
+            doc = segmenter(nlp.make_doc(record[side]["text"]))
+            units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
+            pairs = speaker_pairs(units, budget(units), "same")
+            if not len(pairs):
+                continue
+            texts = [u.text.strip() for u in units]
+            forward, backward = nli_probabilities(model, texts, pairs)
+            facts = unit_alignment(units)
+            gold = record["gold"] if side == "contradiction" else record["control_gold"]
+            hits = numpy.zeros(len(pairs))
+            for k, (i, j) in enumerate(pairs.tolist()):
+                a, b = units[i], units[j]
+                hit_a = [a.start_char < g[1] and g[0] < a.end_char for g in gold]
+                hit_b = [b.start_char < g[1] and g[0] < b.end_char for g in gold]
+                if (hit_a[0] and hit_b[1]) or (hit_a[1] and hit_b[0]):
+                    hits[k] = 1
+            labels = hits if side == "contradiction" else numpy.zeros(len(pairs))
+            out["forward"].append(forward)
+            out["backward"].append(backward)
+            out["align"].append(pair_feature_matrix(facts, pairs.tolist()))
+            out["label"].append(labels)
+            out["group"].append(numpy.full(len(pairs), n_rec))
+            out["near_miss"].append(hits if side == "control" else numpy.zeros(len(pairs)))
+            out["doc"].append(numpy.full(len(pairs), 2 * n_rec + (side == "control")))
+        if (n_rec + 1) % 50 == 0:
+            log(f"suite: {n_rec + 1}/{len(records)} records")
+    return {k: numpy.concatenate(v) for k, v in out.items()}
+
+
+def row_pairs(rows: List[dict], model, group_offset: int):
+    """Feature inputs of premise/hypothesis rows (both directions scored)."""
+    from spacy_inconsistency.alignment import facts_of_texts, pair_feature_matrix
+    from spacy_inconsistency.pair_scoring import nli_probabilities
+
+    texts = []
+    index: Dict[str, int] = {}
+    pairs = []
+    for r in rows:
+        ids = []
+        for t in (r["premise"], r["hypothesis"]):
+            if t not in index:
+                index[t] = len(texts)
+                texts.append(t)
+            ids.append(index[t])
+        pairs.append(ids)
+    pairs = numpy.asarray(pairs, dtype=numpy.int64)
+    forward, backward = nli_probabilities(model, texts, pairs)
+    facts = facts_of_texts(texts)
+    labels = numpy.array([r["label"] == "contradiction" for r in rows], dtype=float)
+    groups = []
+    doc_ids: Dict[str, int] = {}
+    for r in rows:
+        key = r.get("doc") or r["premise"]
+        groups.append(group_offset + doc_ids.setdefault(key, len(doc_ids)))
+    return {"forward": forward, "backward": backward, "align": pair_feature_matrix(facts, pairs.tolist()),
+            "label": labels, "group": numpy.asarray(groups)}
+
+
+def news_articles(true_dir: Path, n: int, skip: int = 0) -> List[str]:
+    """Distinct CNN/DailyMail and XSum source articles of TRUE's FRANK and SummEval files, in
+    file order, from the `skip`-th on; never one that is also a source article of
+    `qags_xsum.csv` (the news false-alarm check of `evaluate_documents.py`)."""
+    import csv
+
+    held = set()
+    xsum = true_dir / "qags_xsum.csv"
+    if xsum.exists():
+        with xsum.open(encoding="utf8") as f:
+            held = {row["grounding"].strip() for row in csv.DictReader(f)}
+    seen: List[str] = []
+    for name in ("frank.csv", "summeval.csv"):
+        with (true_dir / name).open(encoding="utf8") as f:
+            for row in csv.DictReader(f):
+                text = row["grounding"]
+                if text not in seen and text.strip() not in held:
+                    seen.append(text)
+                if len(seen) >= skip + n:
+                    return seen[skip:]
+    return seen[skip:]
+
+
+def news_pairs(texts: List[str], model, *, max_all_pairs: int, group_offset: int):
+    """Feature inputs of every pair the detector compares in real news articles, all taken
+    as not contradictions (edited news is not among them)."""
+    import spacy
+
+    from spacy_inconsistency.alignment import pair_feature_matrix
+    from spacy_inconsistency.candidates import BudgetStrategy
+    from spacy_inconsistency.pair_scoring import has_content, nli_probabilities, speaker_pairs, unit_alignment
+    from spacy_inconsistency.segment import Segmenter
+
+    nlp = spacy.blank("en")
+    segmenter = Segmenter()
+    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    out = {"forward": [], "backward": [], "align": [], "label": [], "group": []}
+    for n_doc, text in enumerate(texts):
+        doc = segmenter(nlp.make_doc(text))
+        units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
+        pairs = speaker_pairs(units, budget(units), "same")
+        if not len(pairs):
+            continue
+        forward, backward = nli_probabilities(model, [u.text.strip() for u in units], pairs)
+        out["forward"].append(forward)
+        out["backward"].append(backward)
+        out["align"].append(pair_feature_matrix(unit_alignment(units), pairs.tolist()))
+        out["label"].append(numpy.zeros(len(pairs)))
+        out["group"].append(numpy.full(len(pairs), group_offset + n_doc))
+        if (n_doc + 1) % 20 == 0:
+            log(f"news: {n_doc + 1}/{len(texts)} articles")
+    return {k: numpy.concatenate(v) for k, v in out.items()}
+
+
+def document_scores(texts: List[str], backend, scorer, *, max_all_pairs: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The detector's document score (highest pair score) of each text, with `scorer`,
+    and the number of pairs it compared."""
+    import spacy
+
+    from spacy_inconsistency.candidates import BudgetStrategy
+    from spacy_inconsistency.pair_scoring import combine, has_content, nli_probabilities, speaker_pairs, unit_alignment
+    from spacy_inconsistency.segment import Segmenter
+
+    nlp = spacy.blank("en")
+    segmenter = Segmenter()
+    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    out, sizes = [], []
+    for text in texts:
+        doc = segmenter(nlp.make_doc(text))
+        units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
+        pairs = speaker_pairs(units, budget(units), "same")
+        sizes.append(len(pairs))
+        if not len(pairs):
+            out.append(0.0)
+            continue
+        forward, backward = nli_probabilities(backend, [u.text.strip() for u in units], pairs)
+        scores = combine(forward, backward, pairs, aggregation="learned", pair_scorer=scorer, facts=unit_alignment(units))
+        out.append(float(scores.max()))
+    return numpy.asarray(out), numpy.asarray(sizes)
+
+
+def null_cdf(scores: numpy.ndarray, points: int = 1001) -> List[float]:
+    """F(s) = P(score < s) of pairs of consistent documents at s = 0 .. 1 (add-one smoothed,
+    so it never reaches 1 and the top of the range stays reachable only by scores above
+    every one seen)."""
+    null = numpy.sort(numpy.asarray(scores, dtype=numpy.float64))
+    grid = numpy.linspace(0.0, 1.0, points)
+    return ((numpy.searchsorted(null, grid, side="left") + 1) / (len(null) + 2)).tolist()
+
+
+def flagged(doc_max: numpy.ndarray, doc_pairs: numpy.ndarray, rule) -> numpy.ndarray:
+    return numpy.array([m >= rule(k) for m, k in zip(doc_max, doc_pairs)], dtype=bool)
+
+
+def sample_rows(path: Path, sources: Optional[set], per_source: int, rng) -> List[dict]:
+    rows = [json.loads(line) for line in path.open(encoding="utf8")]
+    if sources is not None:
+        rows = [r for r in rows if r["source"] in sources]
+    by_source = defaultdict(list)
+    for r in rows:
+        by_source[r["source"]].append(r)
+    out = []
+    for source, members in sorted(by_source.items()):
+        rng.shuffle(members)
+        out.extend(members[:per_source])
+    return out
+
+
+def balanced_weights(labels: numpy.ndarray, source: numpy.ndarray, natural: int = 0) -> numpy.ndarray:
+    """Each source the same total weight; within a source both classes the same, except
+    in source `natural` (the suite's document pairs), whose own class balance is kept so
+    that the score is calibrated for the pairs of real documents."""
+    w = numpy.zeros(len(labels))
+    sources = numpy.unique(source)
+    for s in sources:
+        m = source == s
+        if s == natural:
+            w[m] = 1.0 / m.sum()
+            continue
+        for y in (0, 1):
+            mm = m & (labels == y)
+            if mm.any():
+                w[mm] = 1.0 / mm.sum() / (2 if (m & (labels == 1 - y)).any() else 1)
+    return w / w.sum() * len(w)
+
+
+def fit_logistic(X, y, w, groups, C_grid=(0.01, 0.03, 0.1, 0.3, 1.0)):
+    """Standardise, pick C by grouped 5-fold CV log-loss, refit; also out-of-fold predictions."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import GroupKFold
+
+    mean = X.mean(0)
+    scale = X.std(0)
+    scale[scale < 1e-6] = 1.0
+    Z = (X - mean) / scale
+    folds = list(GroupKFold(n_splits=5).split(Z, y, groups))
+    best = None
+    for C in C_grid:
+        oof = numpy.zeros(len(y))
+        for tr, te in folds:
+            m = LogisticRegression(C=C, max_iter=2000)
+            m.fit(Z[tr], y[tr], sample_weight=w[tr])
+            oof[te] = m.predict_proba(Z[te])[:, 1]
+        loss = log_loss(y, oof, sample_weight=w)
+        log(f"  C={C}: CV log-loss {loss:.4f}")
+        if best is None or loss < best[0]:
+            best = (loss, C, oof)
+    _, C, oof = best
+    m = LogisticRegression(C=C, max_iter=2000).fit(Z, y, sample_weight=w)
+    return {"mean": mean, "scale": scale, "coef": m.coef_[0], "intercept": float(m.intercept_[0]), "C": C}, oof
+
+
+def best_threshold(doc_scores: numpy.ndarray, doc_labels: numpy.ndarray) -> Tuple[float, Dict[str, float]]:
+    """The document threshold maximising recall minus false alarms (ties: the higher threshold)."""
+    best = None
+    for t in numpy.unique(numpy.round(doc_scores, 4)):
+        flagged = doc_scores >= t
+        recall = flagged[doc_labels == 1].mean()
+        fa = flagged[doc_labels == 0].mean()
+        j = recall - fa
+        if best is None or j > best[0] + 1e-12 or (abs(j - best[0]) <= 1e-12 and t > best[1]):
+            best = (j, float(t), {"recall": float(recall), "false_alarms": float(fa)})
+    return best[1], best[2]
+
+
+def main(
+    model: str = typer.Option(..., help="NLI model directory (or 'default')."),
+    nli_dir: Path = typer.Option(ROOT / "assets" / "nli", help="Folder of the held-out pair files."),
+    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder (dev_*.jsonl is used)."),
+    output: Path = typer.Option(..., help="Where pair_scorer.json goes."),
+    per_source: int = typer.Option(600, help="Held-out rows per source (seeded sample)."),
+    max_all_pairs: int = typer.Option(2000, help="Pair budget per suite document (as the detector's)."),
+    near_miss_weight: float = typer.Option(1.0, help="Weight of a control's near-miss pair against another suite pair."),
+    seed: int = typer.Option(0),
+    threads: int = typer.Option(2),
+    cache: Optional[Path] = typer.Option(None, help="Keep the NLI probabilities here (JSON), to refit quickly."),
+    true_dir: Path = typer.Option(ROOT.parent / "shared" / "data" / "true", help="TRUE CSVs (news for the threshold)."),
+    calibration_news: int = typer.Option(60, help="CNN/DailyMail articles used to cap news false alarms (0: off)."),
+    max_news_alarms: float = typer.Option(0.03, help="Largest share of those articles the threshold may flag."),
+    max_dev_false_alarms: float = typer.Option(0.10, help="Largest share of the dev controls the document threshold may flag."),
+    min_threshold: float = typer.Option(0.3, help="The document threshold's floor (documents of very few pairs)."),
+    news_negatives: int = typer.Option(80, help="Further news articles whose compared pairs are fitted as not contradictions."),
+    gated: bool = typer.Option(True, help="Alignment features only scale the NLI evidence (no weight of their own)."),
+) -> None:
+    import random
+
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from spacy_inconsistency.backends.nli import NLIBackend
+    from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+    from spacy_inconsistency.metrics.calibration import expected_calibration_error
+    from spacy_inconsistency.alignment import FEATURE_NAMES
+    from spacy_inconsistency.pair_score import LogisticModel, PairScoreModel, design_matrix, feature_names
+
+    torch.set_num_threads(threads)
+    rng = random.Random(seed)
+    backend = CachedNLI(NLIBackend(model, device="cpu"), cache)
+    records = read_behaviour_suite(suite, "dev_*.jsonl")
+    log(f"{len(records)} dev suite records")
+    parts = {"suite": suite_pairs(records, backend, max_all_pairs=max_all_pairs)}
+    offset = 10_000_000
+    for name, sources in NLI_HELDOUT.items():
+        path = nli_dir / name
+        if not path.exists():
+            log(f"skipped (missing): {path}")
+            continue
+        rows = sample_rows(path, sources, per_source, rng)
+        log(f"{name}: {len(rows)} rows")
+        parts[name] = row_pairs(rows, backend, offset)
+        offset += 10_000_000
+    if news_negatives:
+        news_fit = news_articles(true_dir, news_negatives, skip=calibration_news)
+        log(f"{len(news_fit)} news articles as negatives")
+        parts["news"] = news_pairs(news_fit, backend, max_all_pairs=max_all_pairs, group_offset=offset)
+    backend.save()
+    source = numpy.concatenate([numpy.full(len(p["label"]), i) for i, p in enumerate(parts.values())])
+    forward = numpy.concatenate([p["forward"] for p in parts.values()])
+    backward = numpy.concatenate([p["backward"] for p in parts.values()])
+    align = numpy.concatenate([p["align"] for p in parts.values()])
+    y = numpy.concatenate([p["label"] for p in parts.values()])
+    groups = numpy.concatenate([p["group"] for p in parts.values()])
+    w = balanced_weights(y, source)
+    # The suite's documents are what the detector meets; weigh them as much as all the rest.
+    suite_mask = source == 0
+    w[suite_mask] *= (len(parts) - 1)
+    # The near misses of the controls are what a contradiction must be told apart from.
+    near = numpy.zeros(len(y), dtype=bool)
+    near[numpy.flatnonzero(suite_mask)] = parts["suite"]["near_miss"] > 0
+    w[near] *= near_miss_weight
+    results = {}
+    models = {}
+    oofs = {}
+    for key, with_alignment in (("full", True), ("nli_only", False)):
+        X = design_matrix(forward, backward, align if with_alignment else None).astype(numpy.float64)
+        names = feature_names(with_alignment)
+        # Gated: the alignment features' own columns are held at zero, so they can only
+        # raise or lower a pair through P(contradiction) (the c_max* interactions): an
+        # antonym or two numbers in unrelated sentences are no evidence on their own.
+        free = numpy.array([not (gated and name in FEATURE_NAMES) for name in names])
+        X[:, ~free] = 0.0
+        log(f"fitting {key}: {int(free.sum())} features, {len(y)} pairs, {int(y.sum())} contradictions")
+        fitted, oof = fit_logistic(X, y, w, groups)
+        fitted["coef"][~free] = 0.0
+        oofs[key] = oof
+        models[key] = LogisticModel(feature_names(with_alignment), fitted["mean"].tolist(), fitted["scale"].tolist(),
+                                    fitted["coef"].tolist(), fitted["intercept"])
+        per_source_auc = {}
+        for i, name in enumerate(parts):
+            m = source == i
+            if len(numpy.unique(y[m])) == 2:
+                per_source_auc[name] = float(roc_auc_score(y[m], oof[m]))
+        doc = parts["suite"]["doc"]
+        doc_ids = numpy.unique(doc)
+        doc_scores = numpy.array([oof[suite_mask][doc == d].max() for d in doc_ids])
+        doc_labels = (doc_ids % 2 == 0).astype(int)
+        threshold, at = best_threshold(doc_scores, doc_labels)
+        matched = numpy.mean([
+            1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(doc_scores[0::2], doc_scores[1::2])
+        ])
+        results[key] = {
+            "C": fitted["C"], "oof_auc_by_source": per_source_auc,
+            "oof_ece_suite_pairs": float(expected_calibration_error(y[suite_mask], oof[suite_mask])),
+            "oof_dev_matched_auc": float(matched), "threshold": threshold, "oof_dev_at_threshold": at,
+        }
+        log(f"{key}: {json.dumps(results[key], indent=1)}")
+        order = numpy.argsort(-numpy.abs(fitted["coef"]))
+        for k in order[:15]:
+            log(f"   {feature_names(with_alignment)[k]:>30s} {fitted['coef'][k]:+.3f}")
+    info = {
+        "model": model, "pairs": int(len(y)), "contradictions": int(y.sum()), "near_miss_weight": near_miss_weight,
+        "sources": {name: int(len(p["label"])) for name, p in parts.items()},
+        "dev_suite_records": len(records), "per_source": per_source, "seed": seed, "results": results,
+        "gated": gated, "news_negatives": news_negatives,
+    }
+    threshold = results["full"]["threshold"]
+    # The document threshold: pair scores of consistent documents are the news
+    # negatives' out-of-fold scores; alpha is the largest that keeps the dev
+    # controls' and the calibration articles' false alarms under their caps.
+    doc = parts["suite"]["doc"]
+    doc_ids = numpy.unique(doc)
+    dev_max = {key: numpy.array([oofs[key][suite_mask][doc == d].max() for d in doc_ids]) for key in oofs}
+    dev_pairs = numpy.array([(doc == d).sum() for d in doc_ids])
+    dev_labels = doc_ids % 2 == 0
+    cdfs = {}
+    if "news" in parts:
+        news_mask = source == list(parts).index("news")
+        cdfs = {key: null_cdf(oofs[key][news_mask]) for key in oofs}
+    scorer = PairScoreModel(models["full"], models["nli_only"], threshold=threshold)
+    news_max = news_pairs_n = None
+    if calibration_news:
+        news = news_articles(true_dir, calibration_news)
+        news_max, news_pairs_n = document_scores(news, backend, scorer, max_all_pairs=max_all_pairs)
+        backend.save()
+        allowed = int(numpy.floor(max_news_alarms * len(news_max)))
+        ranked = numpy.sort(news_max)[::-1]
+        cap = float(numpy.nextafter(numpy.float32(ranked[allowed]), numpy.float32(1))) if allowed < len(ranked) else 0.0
+        info["calibration_news"] = {
+            "articles": len(news_max), "max_share": max_news_alarms, "dev_threshold": threshold,
+            "news_cap": cap, "flagged_at_dev_threshold": float((news_max >= threshold).mean()),
+            "median_pairs": float(numpy.median(news_pairs_n)),
+        }
+        threshold = max(threshold, cap)
+        info["calibration_news"]["flagged_at_threshold"] = float((news_max >= threshold).mean())
+        log(f"news calibration: {json.dumps(info['calibration_news'])}")
+    document_thresholds = {}
+    if cdfs:
+        from spacy_inconsistency.pair_score import DocumentThreshold
+
+        chosen, table = None, []
+        for alpha in numpy.round(numpy.arange(0.01, 0.301, 0.01), 2):
+            rule = DocumentThreshold(cdfs["full"], alpha=float(alpha), floor=min_threshold)
+            row = {"alpha": float(alpha),
+                   "dev_recall": float(flagged(dev_max["full"], dev_pairs, rule)[dev_labels].mean()),
+                   "dev_false_alarms": float(flagged(dev_max["full"], dev_pairs, rule)[~dev_labels].mean())}
+            if news_max is not None:
+                row["news_flagged"] = float(flagged(news_max, news_pairs_n, rule).mean())
+            table.append(row)
+            if row["dev_false_alarms"] <= max_dev_false_alarms and row.get("news_flagged", 0.0) <= max_news_alarms:
+                chosen = row
+        chosen = chosen or table[0]
+        for row in table:
+            log(f"  document threshold {json.dumps(row)}")
+        document_thresholds = {key: DocumentThreshold(cdf, alpha=chosen["alpha"], floor=min_threshold) for key, cdf in cdfs.items()}
+        info["document_threshold"] = {
+            "chosen": chosen, "by_alpha": table, "floor": min_threshold, "null_pairs": int(news_mask.sum()),
+            "threshold_by_pairs": {k: document_thresholds["full"](k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)},
+        }
+        log(f"document threshold: {json.dumps(info['document_threshold']['chosen'])}; "
+            f"by pairs {json.dumps(info['document_threshold']['threshold_by_pairs'])}")
+    info["threshold"] = threshold
+    scorer = PairScoreModel(models["full"], models["nli_only"], threshold=threshold,
+                            document_thresholds=document_thresholds, info=info)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scorer.to_disk(output)
+    log(f"wrote {output}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
