@@ -127,7 +127,8 @@ class DocumentThreshold:
     most `alpha` (a Sidak correction, pairs taken as independent):
     1 - F(score) ** k <= alpha, where F is the distribution of pair scores in
     consistent documents (`cdf`, measured on real news articles), so
-    the threshold is F^-1((1 - alpha) ** (1 / k)), and never below `floor`.
+    the threshold is F^-1((1 - alpha) ** (1 / k)), never below `floor`, and
+    never above the first score higher than every consistent pair measured.
 
     cdf (List[float]): F(s) at s = 0, 1/(len-1), ..., 1, non-decreasing.
     alpha (float): The chance of flagging a consistent document, any length.
@@ -145,8 +146,11 @@ class DocumentThreshold:
     def __call__(self, n_pairs: int) -> float:
         """The threshold for a Doc with `n_pairs` compared pairs."""
         target = (1.0 - self.alpha) ** (1.0 / max(int(n_pairs), 1))
+        # Beyond what the measured distribution can tell (more pairs than it has
+        # scores), the threshold stays at the first score above every one measured.
+        target = min(target, float(self.cdf[-1]))
         i = int(numpy.searchsorted(self.cdf, target, side="left"))
-        return max(self.floor, float(self.grid[i]) if i < len(self.grid) else 1.0)
+        return max(self.floor, float(self.grid[i]))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"cdf": [round(float(x), 7) for x in self.cdf], "alpha": self.alpha, "floor": self.floor}

@@ -178,6 +178,9 @@ def test_document_threshold_grows_with_the_number_of_pairs():
     for k in (1, 10, 100):
         assert rule(k) == pytest.approx(0.9 ** (1 / k), abs=1e-3)
     assert rule(1) < rule(10) < rule(100) < rule(10_000) <= 1.0
+    # No consistent pair measured above 0.9: no Doc, however long, needs more than that.
+    capped = DocumentThreshold(numpy.minimum(numpy.linspace(0, 1, 1001) / 0.9, 0.999).tolist(), alpha=0.1, floor=0.0)
+    assert capped(10**6) == pytest.approx(0.9, abs=2e-3)
     assert DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.1, floor=0.95)(1) == 0.95
     # The smallest grid score at which a consistent document of k pairs stays under it with chance 1 - alpha.
     assert rule(30) ** 30 >= 0.9 > (rule(30) - 0.001) ** 30
