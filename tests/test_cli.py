@@ -51,7 +51,7 @@ def test_detect_jsonl_reports_bad_lines_and_goes_on(tiny_nli, tmp_path):
 
 def test_detect_text_files_with_bad_bytes(tiny_nli, tmp_path):
     good = tmp_path / "a.txt"
-    good.write_text("ALICE: I was home.\nBOB: You were out.\n", encoding="utf-8")
+    good.write_text("ALICE: I was home.\nALICE: I was out.\n", encoding="utf-8")
     bad = tmp_path / "b.txt"
     bad.write_bytes(b"The price is 5\xff\xfe euros. The price is ten euros.")
     counts = detect([good, bad], output=tmp_path / "o.jsonl", progress=False,
