@@ -307,7 +307,7 @@ def test_offline_nli_judge_runs_the_method(nli_pipeline):
     trace = doc.user_data[EVIDENCE_TRACE]
     sentences = judge.sentences(text)
     pairs, scores = judge.pair_scores(sentences)
-    assert doc._.has_inconsistency == bool(scores.max() >= judge.threshold)
+    assert doc._.has_inconsistency == bool(scores.max() >= judge.threshold_for(len(pairs)))
     first = json.loads(trace["calls"][0]["answers"][0])
     if first["judgement"] == "yes":
         assert first["evidence"] == [sentences[i] for i in pairs[int(scores.argmax())]]

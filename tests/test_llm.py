@@ -309,20 +309,24 @@ def test_nli_judge_answers_from_pair_scores(judge):
     best = int(scores.argmax())
     answer = parse_answer(ask(judge, fill_prompt(DIRECT_PROMPT, document=DOC))[0])
     assert answer.ok
-    assert answer.judgement == bool(scores.max() >= judge.threshold)
+    assert judge.threshold is None  # the learned score's document threshold, by number of pairs
+    assert judge.threshold_for(10) == judge.pair_scorer.document_threshold(10) < judge.threshold_for(100)
+    assert answer.judgement == bool(scores.max() >= judge.threshold_for(len(pairs)))
     if answer.judgement:
         assert answer.evidence == [sentences[i] for i in pairs[best]]
     judge.threshold = float(scores.max()) + 1e-6
     try:
+        assert judge.threshold_for(10) == judge.threshold
         assert parse_answer(ask(judge, fill_prompt(DIRECT_PROMPT, document=DOC))[0]).judgement is False
     finally:
-        judge.threshold = 0.5
+        judge.threshold = None
 
 
 def test_nli_judge_filters(judge):
     sentences = judge.sentences(DOC)
     pairs, scores = judge.pair_scores(sentences, all_pairs=True)
-    expected = {k for (i, j), s in zip(pairs.tolist(), scores.tolist()) if s >= 0.5 for k in (i, j)}
+    cut = judge.threshold_for(len(pairs))
+    expected = {k for (i, j), s in zip(pairs.tolist(), scores.tolist()) if s >= cut for k in (i, j)}
     prompt = fill_prompt(FILTER_UNCONSTRAINED_PROMPT, sentences=format_sentences(sentences))
     kept = parse_answer(ask(judge, prompt)[0], need_judgement=False).evidence
     assert kept == [s for k, s in enumerate(sentences) if k in expected]
@@ -334,7 +338,7 @@ def test_nli_judge_filters(judge):
         assert parse_answer(ask(judge, constrained)[0], need_judgement=False).evidence == [
             sentences[k] for k in sorted(best)]
     finally:
-        judge.threshold = 0.5
+        judge.threshold = None
 
 
 def test_nli_judge_sampling_is_seeded_and_draws_over_threshold_pairs(judge):
@@ -349,7 +353,7 @@ def test_nli_judge_sampling_is_seeded_and_draws_over_threshold_pairs(judge):
         assert len(set(a)) > 1
         assert len(set(ask(judge, prompt, n=4))) == 1
     finally:
-        judge.threshold = 0.5
+        judge.threshold = None
 
 
 def test_nli_judge_rejects_prompt_without_markers(judge):

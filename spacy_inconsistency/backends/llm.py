@@ -452,7 +452,7 @@ class NLIJudgeClient(LLMClient):
       pairs up to `max_all_pairs`, else a `window`) are scored in both
       directions by the NLI backend and combined as in
       `contradiction_detector` (by default the learned pair score). "yes" with the two sentences of the best
-      pair when its score is at least `threshold`, else "no" and []. At
+      pair when its score is at least the threshold, else "no" and []. At
       temperature > 0 each of the `n` answers draws its pair among the
       pairs over the threshold with probability softmax(score / temperature)
       (seeded), which is what gives self-consistency a union to take.
@@ -472,7 +472,8 @@ class NLIJudgeClient(LLMClient):
 
     model (str): NLI model for `NLIBackend` ("default": the embedded one).
     threshold (Optional[float]): Lowest pair score that is "yes"; None: the
-        learned pair score's fitted threshold (0.5 for min/mean/max).
+        learned pair score's document threshold, which grows with the number
+        of pairs judged (0.5 for min/mean/max).
     aggregation (str): "learned" (both directions' NLI probabilities and
         alignment evidence, see `spacy_inconsistency.pair_score`), or "min",
         "mean" or "max" of the two directions' P(contradiction).
@@ -515,8 +516,7 @@ class NLIJudgeClient(LLMClient):
         self.pair_scorer = (
             find_pair_scorer(self.backend.local_dir, model_name=model) if aggregation == LEARNED else None
         )
-        if threshold is None:
-            threshold = self.pair_scorer.threshold if self.pair_scorer is not None else 0.5
+        # None: the learned score's document threshold, by the number of pairs judged.
         self.threshold = threshold
         self.window = window
         self.max_all_pairs = max_all_pairs
@@ -577,6 +577,26 @@ class NLIJudgeClient(LLMClient):
         scores = combine(forward, backward, pairs, aggregation=self.aggregation, pair_scorer=self.pair_scorer, facts=facts)
         return pairs, scores.astype(float)
 
+    @property
+    def threshold(self) -> Optional[float]:
+        """The fixed threshold set, or None: the document threshold of the learned score."""
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, value: Optional[float]) -> None:
+        self._threshold = None if value is None else float(value)
+
+    def threshold_for(self, n_pairs: int) -> float:
+        """The threshold for `n_pairs` judged pairs: the fixed one if set, else the learned
+        score's document threshold (see `ContradictionDetector.threshold_for`), else 0.5."""
+        from ..alignment import language_supported
+
+        if self._threshold is not None:
+            return self._threshold
+        if self.pair_scorer is not None:
+            return self.pair_scorer.document_threshold(n_pairs, alignment=language_supported(self.nlp.lang))
+        return 0.5
+
     def judge(self, document: str, *, temperature: float = 0.0, rng: Optional[numpy.random.Generator] = None) -> Tuple[bool, List[str], float]:
         """Answer the direct prompt for a document.
 
@@ -587,11 +607,12 @@ class NLIJudgeClient(LLMClient):
         """
         sentences = self.sentences(document)
         pairs, scores = self.pair_scores(sentences)
-        if not len(scores) or scores.max() < self.threshold:
+        cut = self.threshold_for(len(pairs))
+        if not len(scores) or scores.max() < cut:
             return False, [], float(scores.max()) if len(scores) else 0.0
         best = int(numpy.argmax(scores))
         if temperature > 0:
-            over = numpy.flatnonzero(scores >= self.threshold)
+            over = numpy.flatnonzero(scores >= cut)
             weights = numpy.exp((scores[over] - scores[over].max()) / temperature)
             rng = rng or numpy.random.default_rng()
             best = int(rng.choice(over, p=weights / weights.sum()))
@@ -604,9 +625,10 @@ class NLIJudgeClient(LLMClient):
         if len(sentences) < 2:
             return sentences if constrained else []
         pairs, scores = self.pair_scores(sentences, all_pairs=True)
+        cut = self.threshold_for(len(pairs))
         keep = set()
         for (i, j), s in zip(pairs.tolist(), scores.tolist()):
-            if s >= self.threshold:
+            if s >= cut:
                 keep.update((i, j))
         if not keep and constrained:
             keep.update(pairs[int(numpy.argmax(scores))].tolist())

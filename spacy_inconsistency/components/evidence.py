@@ -44,7 +44,6 @@ from ..errors import Errors
 from ..extensions import EVIDENCE, EVIDENCE_TRACE, HAS_INCONSISTENCY, UNITS_KEY, install_extensions
 from ..metrics.evidence import evidence_metrics, tfidf_cosine, unique_sentences
 from ..segment import Segmenter
-from .pairwise import has_content
 from ..serialize import CfgSerializable
 
 STRATEGIES = ("direct", "self_consistency", "self_criticism", "rnr", "rnr_uf", "rnr_cf")
@@ -206,7 +205,9 @@ class EvidenceExtractor(CfgSerializable, Pipe):
             spans = self.segmenter.segment(doc)[0] if len(doc) else []
         return [
             {"start_char": s.start_char, "end_char": s.end_char, "text": s.text.strip()}
-            for s in spans if has_content(s)
+            # Every sentence the model is shown, however short ("Intro."): the
+            # detectors' stricter `has_content` is about which pairs to score.
+            for s in spans if any(ch.isalnum() for ch in s.text)
         ]
 
     def predict(self, docs: Iterable[Doc]) -> List[Dict[str, Any]]:
