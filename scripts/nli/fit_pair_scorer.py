@@ -89,30 +89,46 @@ class CachedNLI:
             self.path.write_text(json.dumps([[list(k), v] for k, v in self.memory.items()]), encoding="utf8")
 
 
+class DetectorPairs:
+    """What the default detector compares in a text: its units with content, the
+    budgeted candidate pairs of one speaker, both directions' NLI probabilities and
+    the alignment features of each pair (as `ContradictionDetector.predict`)."""
+
+    def __init__(self, model, *, max_all_pairs: int):
+        import spacy
+
+        from spacy_inconsistency.candidates import BudgetStrategy
+        from spacy_inconsistency.components.pairwise import DEFAULT_SETTINGS
+        from spacy_inconsistency.segment import Segmenter
+
+        self.model = model
+        self.nlp = spacy.blank("en")
+        self.segmenter = Segmenter()
+        self.budget = BudgetStrategy(max_pairs=max_all_pairs, window=DEFAULT_SETTINGS["window"], k=10)
+
+    def __call__(self, text: str):
+        """(units, pairs, forward, backward, alignment); pairs is empty when there is nothing to compare."""
+        from spacy_inconsistency.alignment import pair_feature_matrix
+        from spacy_inconsistency.pair_scoring import has_content, nli_probabilities, speaker_pairs, unit_alignment
+
+        doc = self.segmenter(self.nlp.make_doc(text))
+        units = [u for u in doc.spans[self.segmenter.units_key] if has_content(u)]
+        pairs = speaker_pairs(units, self.budget(units), "same")
+        if not len(pairs):
+            return units, pairs, None, None, None
+        forward, backward = nli_probabilities(self.model, [u.text.strip() for u in units], pairs)
+        return units, pairs, forward, backward, pair_feature_matrix(unit_alignment(units), pairs.tolist())
+
+
 def suite_pairs(records, model, *, max_all_pairs: int):
     """Feature inputs of every compared unit pair of the suite's documents."""
-    import spacy
-
-    from spacy_inconsistency.candidates import BudgetStrategy
-    from spacy_inconsistency.pair_scoring import has_content, nli_probabilities, speaker_pairs, unit_alignment
-    from spacy_inconsistency.segment import Segmenter
-
-    nlp = spacy.blank("en")
-    segmenter = Segmenter()
-    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    compared = DetectorPairs(model, max_all_pairs=max_all_pairs)
     out = {"forward": [], "backward": [], "align": [], "label": [], "group": [], "doc": [], "near_miss": []}
-    from spacy_inconsistency.alignment import pair_feature_matrix
-
     for n_rec, record in enumerate(records):
         for side in ("contradiction", "control"):
-            doc = segmenter(nlp.make_doc(record[side]["text"]))
-            units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
-            pairs = speaker_pairs(units, budget(units), "same")
+            units, pairs, forward, backward, align = compared(record[side]["text"])
             if not len(pairs):
                 continue
-            texts = [u.text.strip() for u in units]
-            forward, backward = nli_probabilities(model, texts, pairs)
-            facts = unit_alignment(units)
             gold = record["gold"] if side == "contradiction" else record["control_gold"]
             hits = numpy.zeros(len(pairs))
             for k, (i, j) in enumerate(pairs.tolist()):
@@ -124,7 +140,7 @@ def suite_pairs(records, model, *, max_all_pairs: int):
             labels = hits if side == "contradiction" else numpy.zeros(len(pairs))
             out["forward"].append(forward)
             out["backward"].append(backward)
-            out["align"].append(pair_feature_matrix(facts, pairs.tolist()))
+            out["align"].append(align)
             out["label"].append(labels)
             out["group"].append(numpy.full(len(pairs), n_rec))
             out["near_miss"].append(hits if side == "control" else numpy.zeros(len(pairs)))
@@ -189,27 +205,15 @@ def news_articles(true_dir: Path, n: int, skip: int = 0) -> List[str]:
 def news_pairs(texts: List[str], model, *, max_all_pairs: int, group_offset: int):
     """Feature inputs of every pair the detector compares in real news articles, all taken
     as not contradictions (edited news is not among them)."""
-    import spacy
-
-    from spacy_inconsistency.alignment import pair_feature_matrix
-    from spacy_inconsistency.candidates import BudgetStrategy
-    from spacy_inconsistency.pair_scoring import has_content, nli_probabilities, speaker_pairs, unit_alignment
-    from spacy_inconsistency.segment import Segmenter
-
-    nlp = spacy.blank("en")
-    segmenter = Segmenter()
-    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    compared = DetectorPairs(model, max_all_pairs=max_all_pairs)
     out = {"forward": [], "backward": [], "align": [], "label": [], "group": []}
     for n_doc, text in enumerate(texts):
-        doc = segmenter(nlp.make_doc(text))
-        units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
-        pairs = speaker_pairs(units, budget(units), "same")
+        _, pairs, forward, backward, align = compared(text)
         if not len(pairs):
             continue
-        forward, backward = nli_probabilities(model, [u.text.strip() for u in units], pairs)
         out["forward"].append(forward)
         out["backward"].append(backward)
-        out["align"].append(pair_feature_matrix(unit_alignment(units), pairs.tolist()))
+        out["align"].append(align)
         out["label"].append(numpy.zeros(len(pairs)))
         out["group"].append(numpy.full(len(pairs), group_offset + n_doc))
         if (n_doc + 1) % 20 == 0:
@@ -220,27 +224,12 @@ def news_pairs(texts: List[str], model, *, max_all_pairs: int, group_offset: int
 def document_scores(texts: List[str], backend, scorer, *, max_all_pairs: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """The detector's document score (highest pair score) of each text, with `scorer`,
     and the number of pairs it compared."""
-    import spacy
-
-    from spacy_inconsistency.candidates import BudgetStrategy
-    from spacy_inconsistency.pair_scoring import combine, has_content, nli_probabilities, speaker_pairs, unit_alignment
-    from spacy_inconsistency.segment import Segmenter
-
-    nlp = spacy.blank("en")
-    segmenter = Segmenter()
-    budget = BudgetStrategy(max_pairs=max_all_pairs, window=4, k=10)
+    compared = DetectorPairs(backend, max_all_pairs=max_all_pairs)
     out, sizes = [], []
     for text in texts:
-        doc = segmenter(nlp.make_doc(text))
-        units = [u for u in doc.spans[segmenter.units_key] if has_content(u)]
-        pairs = speaker_pairs(units, budget(units), "same")
+        _, pairs, forward, backward, align = compared(text)
         sizes.append(len(pairs))
-        if not len(pairs):
-            out.append(0.0)
-            continue
-        forward, backward = nli_probabilities(backend, [u.text.strip() for u in units], pairs)
-        scores = combine(forward, backward, pairs, aggregation="learned", pair_scorer=scorer, facts=unit_alignment(units))
-        out.append(float(scores.max()))
+        out.append(float(scorer(forward, backward, align).max()) if len(pairs) else 0.0)
     return numpy.asarray(out), numpy.asarray(sizes)
 
 
