@@ -14,7 +14,7 @@ from .. import candidates as _candidates
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
-from ..pair_score import PAIR_SCORER_FILE, PairScoreModel, find_pair_scorer, stack_probabilities
+from ..pair_score import PAIR_SCORER_FILE, PairScoreModel, stack_probabilities
 from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have used)
     AGGREGATIONS,
     AGGREGATION_OPTIONS,
@@ -167,7 +167,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             warnings.warn(Warnings.W003.format(name=self.model.name, threshold=self.threshold))
             self._aggregation = "min"
             return
-        self._pair_scorer = find_pair_scorer(local, model_name=self.model.name)
+        self._pair_scorer = PairScoreModel.from_disk(Path(local) / PAIR_SCORER_FILE)
 
     def _restore(self, cfg: Dict[str, Any]) -> Any:
         super()._restore(cfg)
