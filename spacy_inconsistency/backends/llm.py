@@ -11,11 +11,12 @@ from abc import ABC, abstractmethod
 import logging
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.util import registry
@@ -36,6 +37,51 @@ logger.addHandler(logging.NullHandler())
 
 Messages = List[Dict[str, str]]
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+REDACTED = "[REDACTED]"
+# Credentials as servers and proxies echo them: header values (JSON, repr or
+# raw HTTP), bearer tokens, key-like query or form fields and OpenAI-style keys.
+_VALUE = r"[^\s\"',;&}]+"
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token)\s+)?" + _VALUE),
+    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*"),
+    re.compile(r"(?i)\b((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)" + _VALUE),
+    re.compile(r"(?i)\b((?:access|refresh|auth)[_-]?token[\"']?\s*[:=]\s*[\"']?)" + _VALUE),
+    re.compile(r"()\bsk-[A-Za-z0-9_\-]{16,}"),
+)
+# A configured key shorter than this is not searched for by value (it would
+# garble messages); the patterns above still apply.
+MIN_SECRET_LENGTH = 4
+
+
+def redact_secrets(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
+    """Remove credentials from a text that quotes a server (an error body, a log line).
+
+    text (str): The text.
+    secrets (Iterable[Optional[str]]): Known secrets (e.g. the API key in
+        use), replaced wherever they occur; empty ones are skipped.
+    RETURNS (str): The text with every secret and every `Authorization`,
+        `Bearer ...`, `api_key=...` / `x-api-key: ...`, `access_token=...`
+        value and `sk-...` key replaced by "[REDACTED]".
+    """
+    text = str(text)
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+def _completions(data: Any) -> Optional[List[str]]:
+    """The completion texts of a chat-completion answer; None when it is not one."""
+    try:
+        choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+        texts = [c["message"].get("content") or "" for c in choices]
+    except (KeyError, TypeError, AttributeError):
+        return None
+    # No choice at all would make `chat` ask again for ever.
+    if not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    return texts
 
 
 def _check_messages(messages: Messages) -> None:
@@ -101,6 +147,14 @@ class LLMClient(ABC):
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return list(pool.map(lambda m: self.chat(list(m), **kwargs), conversations))
 
+    def redact(self, text: str) -> str:
+        """`text` with the credentials this client knows of, and credential-like values, removed.
+
+        text (str): A message, e.g. one that quotes a server.
+        RETURNS (str): The redacted text (see `redact_secrets`).
+        """
+        return redact_secrets(text)
+
 
 # ---------------------------------------------------------------------------
 # OpenAI-compatible HTTP endpoint
@@ -142,12 +196,16 @@ def cache_key(model: str, messages: Messages, params: Dict[str, Any]) -> str:
 class OpenAIChatClient(LLMClient):
     """Any OpenAI-compatible `/chat/completions` endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
-    Requests that fail with 408/409/425/429/5xx, a timeout or a connection
-    error are retried up to `max_retries` times with exponential backoff
-    (`backoff` * 2^attempt seconds, at most `max_backoff`, with jitter; a
-    `Retry-After` header is honoured up to `max_backoff`). Other HTTP errors
-    raise at once. When the server returns fewer than `n` choices (some
-    servers ignore `n`), the missing ones are requested again with n=1.
+    Requests that fail with 408/409/425/429/5xx, a timeout, a connection
+    error or a 200 answer that is not a chat completion (truncated or
+    non-JSON body, no `choices`) are retried up to `max_retries` times with
+    exponential backoff (`backoff` * 2^attempt seconds, at most
+    `max_backoff`, with jitter; a `Retry-After` header is honoured up to
+    `max_backoff`), then raise E120. Other HTTP errors raise E121 at once.
+    Messages that quote the server (errors, log lines) have the API key and
+    credential-like values redacted. When the server returns fewer than `n`
+    choices (some servers ignore `n`), the missing ones are requested again
+    with n=1.
 
     model (str): The model name sent to the server.
     base_url (str): The API root, e.g. "http://localhost:8000/v1".
@@ -222,12 +280,19 @@ class OpenAIChatClient(LLMClient):
                     self._http = httpx.Client(timeout=self.timeout)
         return self._http
 
+    def _key(self) -> str:
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
     def _headers(self) -> Dict[str, str]:
         headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        key = self._key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    def redact(self, text: str) -> str:
+        """`text` with the configured API key and credential-like values removed (see `redact_secrets`)."""
+        return redact_secrets(text, [self._key()])
 
     def _wait(self, attempt: int, retry_after: Optional[str]) -> float:
         if retry_after:
@@ -238,7 +303,20 @@ class OpenAIChatClient(LLMClient):
         base = min(self.backoff * (2 ** attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
-    def _post(self, body: Dict[str, Any]) -> Dict[str, Any]:
+    def _quote(self, text: str, limit: int) -> str:
+        # Redacted before it is cut, so that a key cut in half is still found.
+        return self.redact(text)[:limit]
+
+    def _post(self, body: Dict[str, Any]) -> List[str]:
+        """Send one request, retrying what may pass on another try.
+
+        Retried: timeouts, connection errors, `RETRY_STATUS` and 200 answers
+        that are not a chat completion (truncated or non-JSON bodies, no
+        `choices`). Every message that quotes the server is redacted.
+
+        body (Dict[str, Any]): The request body.
+        RETURNS (List[str]): The completion texts of the answer.
+        """
         import httpx
 
         last = ""
@@ -249,26 +327,31 @@ class OpenAIChatClient(LLMClient):
             try:
                 response = self._client().post(self.url, json=body, headers=self._headers())
             except (httpx.TimeoutException, httpx.TransportError) as err:
-                last = f"{type(err).__name__}: {err}"
+                last = self._quote(f"{type(err).__name__}: {err}", 300)
             else:
                 if response.status_code == 200:
                     try:
-                        return response.json()
-                    except ValueError as err:
-                        raise ValueError(Errors.E122.format(url=self.url, text=response.text[:300])) from err
-                if response.status_code not in RETRY_STATUS:
-                    raise RuntimeError(
-                        Errors.E121.format(url=self.url, status=response.status_code, text=response.text[:500])
-                    )
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-                retry_after = response.headers.get("Retry-After")
+                        completions = _completions(response.json())
+                    except ValueError:
+                        completions = None
+                    if completions is not None:
+                        return completions
+                    last = Errors.E122.format(url=self.url, text=self._quote(response.text, 200))
+                elif response.status_code in RETRY_STATUS:
+                    last = f"HTTP {response.status_code}: {self._quote(response.text, 200)}"
+                    retry_after = response.headers.get("Retry-After")
+                else:
+                    raise RuntimeError(self.redact(
+                        Errors.E121.format(url=self.url, status=response.status_code,
+                                           text=self._quote(response.text, 500))
+                    ))
             if attempt < self.max_retries:
                 with self._lock:
                     self.n_retries += 1
                 wait = self._wait(attempt, retry_after)
-                logger.info("Request to %s failed (%s); retrying in %.2fs", self.url, last, wait)
+                logger.info("Request to %s failed (%s); retrying in %.2fs", self.redact(self.url), last, wait)
                 time.sleep(wait)
-        raise RuntimeError(Errors.E120.format(url=self.url, attempts=self.max_retries + 1, error=last))
+        raise RuntimeError(self.redact(Errors.E120.format(url=self.url, attempts=self.max_retries + 1, error=last)))
 
     def _request(self, messages: Messages, temperature: float, max_tokens: int, n: int, seed: Optional[int]) -> List[str]:
         body: Dict[str, Any] = {
@@ -277,12 +360,7 @@ class OpenAIChatClient(LLMClient):
         }
         if seed is not None:
             body["seed"] = seed
-        data = self._post(body)
-        try:
-            choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-            return [c["message"].get("content") or "" for c in choices]
-        except (KeyError, TypeError, AttributeError) as err:
-            raise ValueError(Errors.E122.format(url=self.url, text=json.dumps(data)[:300])) from err
+        return self._post(body)
 
     def chat(
         self,
