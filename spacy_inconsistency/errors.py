@@ -94,6 +94,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "spacy-inconsistency.candidates.embedding_neighbours.v1) to score "
         "a small fraction of them."
     )
+    # LLM faults (W200-W209)
+    W200 = (
+        "{n} of {total} Docs got no answer from the judge '{client}' in "
+        "'{component}' (first: {error}). They have an error record in "
+        "`doc._.inconsistency_evidence_error` and `has_inconsistency` None; "
+        "the other Docs keep their results."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):

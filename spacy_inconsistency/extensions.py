@@ -22,9 +22,11 @@ CLAIMS_KEY = "inconsistency_claims"
 # Gold labels of the claims (True = supported by the source), for the SCALE scorer.
 CLAIM_LABELS_KEY = "inconsistency_claim_labels"
 # Evidence units (char offsets) of `evidence_extractor`; its trace of LLM
-# calls is doc.user_data[EVIDENCE_TRACE].
+# calls is doc.user_data[EVIDENCE_TRACE]. A Doc whose judge failed (the
+# client raised) gets an error record in EVIDENCE_ERROR instead of a result.
 EVIDENCE = "inconsistency_evidence"
 EVIDENCE_TRACE = "inconsistency_evidence_trace"
+EVIDENCE_ERROR = "inconsistency_evidence_error"
 
 # Every Doc extension name, registered by `install_extensions`.
 DOC_EXTENSIONS = [
@@ -34,6 +36,7 @@ DOC_EXTENSIONS = [
     INCONSISTENCY_SCORE,
     SCALE_RESULTS,
     EVIDENCE,
+    EVIDENCE_ERROR,
 ]
 
 

@@ -18,7 +18,7 @@ from spacy.util import registry
 from spacy_inconsistency.backends.llm import LLMClient
 from spacy_inconsistency.backends.llm_parse import MARK_DOCUMENT, MARK_PREVIOUS, MARK_SENTENCES
 from spacy_inconsistency.components.evidence import EvidenceExtractor, evidence_spans, score_evidence
-from spacy_inconsistency.extensions import EVIDENCE, EVIDENCE_TRACE
+from spacy_inconsistency.extensions import EVIDENCE, EVIDENCE_ERROR, EVIDENCE_TRACE
 
 TEXT = ("The door is open. The cat is black. The sky is clear. "
         "The door is not open. The road is wet. The cat is not black.")
@@ -234,6 +234,38 @@ def test_pipe_equals_call_and_empty_docs():
     assert piped[1]._.has_inconsistency is False and piped[1].user_data[EVIDENCE_TRACE]["n_calls"] == 0
     assert piped[2]._.has_inconsistency is False
     assert quotes(piped[3]) == ["The sky is clear.", "The sky is not clear."]
+
+
+class FilterFailsClient(RuleClient):
+    """The rule, except that a filter call over a list with a cat raises (as a client that gave up)."""
+
+    def chat(self, messages, **kwargs):
+        if MARK_SENTENCES + "\n" in messages[-1]["content"] and "cat" in messages[-1]["content"]:
+            raise RuntimeError("server said: 503, Authorization: Bearer xyz-secret-123")
+        return super().chat(messages, **kwargs)
+
+
+def test_client_error_gives_error_record_and_keeps_the_other_docs():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("evidence_extractor", name="ev", config={"client": {"@misc": "test-evidence.RuleClient.v1"}})
+    nlp.get_pipe("ev").client = FilterFailsClient()
+    texts = [TEXT, "The sky is clear. The sky is not clear.", "The door is open."]
+    with pytest.warns(UserWarning, match=r"W200.*1 of 3"):
+        docs = list(nlp.pipe(texts))
+    assert [d.text for d in docs] == texts
+    error = getattr(docs[0]._, EVIDENCE_ERROR)
+    # The run stopped at the filter, after the judge and two retries.
+    assert error == {"component": "ev", "client": "rule-rule", "step": "filter", "n_calls": 3,
+                     "type": "RuntimeError", "code": None,
+                     "message": "server said: 503, Authorization: [REDACTED]"}
+    assert docs[0]._.has_inconsistency is None and getattr(docs[0]._, EVIDENCE) is None
+    trace = docs[0].user_data[EVIDENCE_TRACE]
+    assert trace["error"] == error and trace["stop_reason"] == "error" and len(trace["calls"]) == 3
+    assert quotes(docs[1]) == ["The sky is clear.", "The sky is not clear."]
+    assert docs[2]._.has_inconsistency is False
+    assert getattr(docs[1]._, EVIDENCE_ERROR) is None and getattr(docs[2]._, EVIDENCE_ERROR) is None
+    restored = list(DocBin(docs=docs, store_user_data=True).get_docs(nlp.vocab))
+    assert dict(getattr(restored[0]._, EVIDENCE_ERROR)) == error
 
 
 def test_docbin_and_n_process_2():

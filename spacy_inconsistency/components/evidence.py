@@ -26,8 +26,13 @@ offline NLI judge) is asked the paper's prompts (Appendix I). Strategies
 Sentences are matched (redaction, evidence units) by TF-IDF cosine >=
 `match_threshold` (0.8 in the paper). An answer that cannot be read counts
 as "no" with no evidence (for a filter: the union is kept); it is recorded
-in the trace and counted, never raised.
+in the trace and counted, never raised. A call that raises (the client gave
+up after its retries, a prompt too long for a local model) ends that Doc's
+run only: the Doc gets an error record, the others keep their results.
 """
+import logging
+import re
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
@@ -38,13 +43,16 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import minibatch, registry
 
-from ..backends.llm import LLMClient
+from ..backends.llm import LLMClient, redact_secrets
 from ..backends.llm_parse import DEFAULT_PROMPTS, PLACEHOLDERS, ParsedAnswer, fill_prompt, format_sentences, parse_answer
-from ..errors import Errors
-from ..extensions import EVIDENCE, EVIDENCE_TRACE, HAS_INCONSISTENCY, UNITS_KEY, install_extensions
+from ..errors import Errors, Warnings
+from ..extensions import EVIDENCE, EVIDENCE_ERROR, EVIDENCE_TRACE, HAS_INCONSISTENCY, UNITS_KEY, install_extensions
 from ..metrics.evidence import evidence_metrics, tfidf_cosine, unique_sentences
 from ..segment import Segmenter
 from ..serialize import CfgSerializable
+
+logger = logging.getLogger("spacy_inconsistency.evidence")
+logger.addHandler(logging.NullHandler())
 
 STRATEGIES = ("direct", "self_consistency", "self_criticism", "rnr", "rnr_uf", "rnr_cf")
 # The paper's shorthands, for tables.
@@ -56,6 +64,9 @@ CFG_KEYS = (
     "strategy", "n_samples", "temperature", "max_retries", "match_threshold",
     "max_tokens", "seed", "prompts", "system_prompt", "units_key",
 )
+# Longest error message kept in an error record.
+MAX_ERROR_CHARS = 1000
+ERROR_CODE_RE = re.compile(r"\[([EW]\d{3})\]")
 
 
 def _check_prompts(prompts: Optional[Dict[str, str]]) -> Dict[str, str]:
@@ -82,6 +93,8 @@ class _Run:
         self.x = extractor
         self.calls: List[Dict[str, Any]] = []
         self.n_parse_errors = 0
+        # The step being asked, for the error record when the call raises.
+        self.step = ""
 
     def ask(self, step: str, prompt: str, *, need_judgement: bool = True, n: int = 1,
             temperature: float = 0.0) -> List[ParsedAnswer]:
@@ -91,6 +104,7 @@ class _Run:
             messages.append({"role": "system", "content": cfg["system_prompt"]})
         messages.append({"role": "user", "content": prompt})
         seed = cfg["seed"] if cfg["seed"] is None else int(cfg["seed"]) + len(self.calls)
+        self.step = step
         answers = self.x.client.chat(messages, temperature=temperature, max_tokens=cfg["max_tokens"], n=n, seed=seed)
         parsed = [parse_answer(a, need_judgement=need_judgement) for a in answers]
         self.n_parse_errors += sum(1 for p in parsed if not p.ok)
@@ -115,7 +129,17 @@ class EvidenceExtractor(CfgSerializable, Pipe):
     threshold) and the trace `doc.user_data["inconsistency_evidence_trace"]`
     (`strategy`, `client`, `judgement`, `evidence`, `calls` with every
     prompt, raw answer and parse, `n_calls`, `n_retries` (the paper's
-    "#retries": the number of calls), `n_parse_errors`, `stop_reason`).
+    "#retries": the number of calls), `n_parse_errors`, `stop_reason`,
+    `error`).
+
+    A Doc whose judge raised (e.g. E120: the HTTP client gave up after its
+    retries) gets `doc._.inconsistency_evidence_error`, a dict with
+    `component`, `client`, `step` (the call that failed), `n_calls` (calls
+    made before it), `type` (the exception class), `code` (e.g. "E120", or
+    None) and `message` (secrets redacted); its `has_inconsistency` and
+    `inconsistency_evidence` are None, its trace has the calls made, the
+    same record as `error` and `stop_reason` "error". The other Docs of the
+    batch keep their results (their error is None); W200 says how many failed.
 
     nlp (Language): The pipeline.
     name (str): The component name.
@@ -222,31 +246,46 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         jobs = [(doc.text, self.units(doc)) for doc in docs]
         workers = max(1, int(getattr(self.client, "max_concurrency", 1)))
         if workers == 1 or len(jobs) == 1:
-            return [self.run(text, units) for text, units in jobs]
-        with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            return list(pool.map(lambda job: self.run(*job), jobs))
+            traces = [self.run(text, units) for text, units in jobs]
+        else:
+            with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+                traces = list(pool.map(lambda job: self.run(*job), jobs))
+        failed = [t["error"] for t in traces if t["error"]]
+        if failed:
+            warnings.warn(Warnings.W200.format(
+                n=len(failed), total=len(traces), client=failed[0]["client"], component=self.name,
+                error=failed[0]["code"] or failed[0]["type"],
+            ))
+        return traces
 
     def run(self, text: str, units: List[Dict[str, Any]]) -> Dict[str, Any]:
         """The strategy on one text with its units (see the module docstring)."""
         strategy = self.cfg["strategy"]
         run = _Run(self)
         stop_reason = ""
-        if not text.strip() or not units:
-            judgement, evidence, stop_reason = False, [], "empty"
-        elif strategy == "direct":
-            (answer,) = run.ask("direct", self._direct(text))
-            judgement, evidence = _judgement(answer), list(answer.evidence)
-        elif strategy == "self_consistency":
-            judgement, evidence = self._self_consistency(run, text)
-        elif strategy == "self_criticism":
-            judgement, evidence = self._self_criticism(run, text)
-        else:
-            judgement, evidence, stop_reason = self._redact_and_retry(run, text, units)
+        error = None
+        try:
+            if not text.strip() or not units:
+                judgement, evidence, stop_reason = False, [], "empty"
+            elif strategy == "direct":
+                (answer,) = run.ask("direct", self._direct(text))
+                judgement, evidence = _judgement(answer), list(answer.evidence)
+            elif strategy == "self_consistency":
+                judgement, evidence = self._self_consistency(run, text)
+            elif strategy == "self_criticism":
+                judgement, evidence = self._self_criticism(run, text)
+            else:
+                judgement, evidence, stop_reason = self._redact_and_retry(run, text, units)
+        except Exception as err:  # noqa: BLE001 (one Doc's failure must not lose the others)
+            error = self.error_record(err, run)
+            judgement, evidence, stop_reason = False, [], "error"
+            logger.warning("%s: no answer for a Doc at step '%s' after %d call(s): %s",
+                           self.name, error["step"], error["n_calls"], error["message"])
         # The evidence is a set: a sentence quoted twice counts once.
         evidence = self._union([], evidence) if judgement else []
         return {
             "strategy": strategy,
-            "client": getattr(self.client, "name", type(self.client).__name__),
+            "client": self._client_name(),
             "judgement": bool(judgement),
             "evidence": evidence,
             "calls": run.calls,
@@ -254,6 +293,33 @@ class EvidenceExtractor(CfgSerializable, Pipe):
             "n_retries": len(run.calls),
             "n_parse_errors": run.n_parse_errors,
             "stop_reason": stop_reason,
+            "error": error,
+        }
+
+    def _client_name(self) -> str:
+        return str(getattr(self.client, "name", type(self.client).__name__))
+
+    def error_record(self, err: Exception, run: _Run) -> Dict[str, Any]:
+        """The error record of a Doc whose run raised (see the class docstring).
+
+        err (Exception): What the client (or a step) raised.
+        run (_Run): The Doc's calls so far.
+        RETURNS (Dict[str, Any]): `component`, `client`, `step`, `n_calls`,
+            `type`, `code` and the redacted `message`.
+        """
+        message = str(err) or repr(err)
+        redact = getattr(self.client, "redact", None)
+        # The client knows its own key; the patterns catch the rest.
+        message = redact(message) if callable(redact) else redact_secrets(message)
+        code = ERROR_CODE_RE.search(message)
+        return {
+            "component": self.name,
+            "client": self._client_name(),
+            "step": run.step,
+            "n_calls": len(run.calls),
+            "type": type(err).__name__,
+            "code": code.group(1) if code else None,
+            "message": message[:MAX_ERROR_CHARS],
         }
 
     def _direct(self, text: str) -> str:
@@ -345,9 +411,21 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         return records
 
     def set_annotations(self, docs: Iterable[Doc], traces: List[Dict[str, Any]]) -> None:
+        """Write each trace's judgement, evidence (or error record) and the trace to its Doc.
+
+        docs (Iterable[Doc]): The Docs.
+        traces (List[Dict[str, Any]]): The traces of `predict`.
+        """
         for doc, trace in zip(docs, traces):
-            setattr(doc._, HAS_INCONSISTENCY, trace["judgement"])
-            setattr(doc._, EVIDENCE, self.evidence_records(self.units(doc), trace["evidence"]))
+            error = trace.get("error")
+            setattr(doc._, EVIDENCE_ERROR, error)
+            if error:
+                # Not judged, which differs from judged consistent.
+                setattr(doc._, HAS_INCONSISTENCY, None)
+                setattr(doc._, EVIDENCE, None)
+            else:
+                setattr(doc._, HAS_INCONSISTENCY, trace["judgement"])
+                setattr(doc._, EVIDENCE, self.evidence_records(self.units(doc), trace["evidence"]))
             doc.user_data[EVIDENCE_TRACE] = trace
 
 def evidence_spans(doc: Doc) -> List[Span]:
@@ -394,7 +472,7 @@ def make_evidence_scorer() -> Callable[..., Dict[str, Optional[float]]]:
 
 @Language.factory(
     "evidence_extractor",
-    assigns=[f"doc._.{HAS_INCONSISTENCY}", f"doc._.{EVIDENCE}"],
+    assigns=[f"doc._.{HAS_INCONSISTENCY}", f"doc._.{EVIDENCE}", f"doc._.{EVIDENCE_ERROR}"],
     default_config={
         "client": {"@misc": "spacy-inconsistency.NLIJudge.v1"},
         "strategy": "rnr_cf",
