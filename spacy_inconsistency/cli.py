@@ -1,5 +1,7 @@
 """Command-line interface: `python -m spacy_inconsistency detect ...`."""
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
@@ -96,6 +98,56 @@ def candidate_config(
     return {"@misc": "spacy-inconsistency.candidates.union.v1", "*": parts}
 
 
+class PathError(ValueError):
+    """An input that cannot be read or an output that cannot be written (one-line message)."""
+
+
+def check_inputs(paths: List[Path]) -> None:
+    """Raise `PathError` for an input that is not a readable file."""
+    for path in paths:
+        if not path.is_file():
+            raise PathError(f"not a file: {path}")
+        if not os.access(path, os.R_OK):
+            raise PathError(f"cannot read {path}: permission denied")
+
+
+def check_output(path: Optional[Path], option: str) -> None:
+    """Raise `PathError` when `path` cannot be written.
+
+    Checked before the model loads: the folder exists, the path is not a
+    folder, and a file can be opened there for writing (an existing file is
+    left as it is; a new one is removed again). A full disk shows only when
+    writing, see `write_error`.
+
+    path (Optional[Path]): The output file; None (stdout) is always fine.
+    option (str): The option's name for the message, e.g. "--output".
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise PathError(f"{option}: {path} is a folder; give a file name")
+    parent = path.parent
+    if not parent.exists():
+        raise PathError(f"{option}: the folder {parent} does not exist")
+    if not parent.is_dir():
+        raise PathError(f"{option}: {parent} is not a folder")
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise PathError(f"{option}: cannot write {path}: {err.strerror or err}") from None
+    if not existed:
+        path.unlink()
+
+
+def write_error(err: OSError, path: Optional[Path], written: int) -> str:
+    """A one-line message for a failed write (a full disk, a vanished folder)."""
+    target = str(path) if path is not None else "stdout"
+    reason = "the disk is full" if err.errno == errno.ENOSPC else (err.strerror or str(err))
+    return f"error: writing {target} failed: {reason} ({written} records were written before)"
+
+
 def _result(record: InputRecord, doc: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {"id": record.id, "source": record.source}
     if record.line is not None:
@@ -123,6 +175,7 @@ def detect(
     n_process: int = 1,
     progress: bool = True,
     html: Optional[Path] = None,
+    counts: Optional[Dict[str, int]] = None,
     **pipeline_settings: Any,
 ) -> Dict[str, int]:
     """Run the detector over text/JSONL files and write one JSON line per document.
@@ -139,16 +192,20 @@ def detect(
     html (Optional[Path]): Also write an HTML page of the documents with
         findings (see `spacy_inconsistency.render`); only those documents
         are kept in memory for it.
+    counts (Optional[Dict[str, int]]): A dict to keep the counts in as they
+        grow, so that they can be read after a failed write.
     **pipeline_settings: Passed to `build_pipeline`.
-    RETURNS (Dict[str, int]): Counts of documents, errors and flagged documents.
+    RETURNS (Dict[str, int]): Counts of documents, errors, flagged documents
+        and records written.
     """
     from tqdm import tqdm
 
-    for path in inputs:
-        if not path.is_file():
-            raise typer.BadParameter(f"not a file: {path}")
+    check_inputs(inputs)
+    check_output(output, "--output")
+    check_output(html, "--html")
     nlp = build_pipeline(**pipeline_settings)
-    counts = {"documents": 0, "errors": 0, "inconsistent": 0}
+    counts = counts if counts is not None else {}
+    counts.update({"documents": 0, "errors": 0, "inconsistent": 0, "written": 0})
 
     def stream() -> Iterator[Tuple[str, InputRecord]]:
         for record in read_inputs(inputs, text_field=text_field):
@@ -182,6 +239,10 @@ def detect(
                     label = f"{heading} ({record.id})" if record.id and record.id != record.source else heading
                     flagged.append((label, doc.text, result["inconsistencies"]))
             out.write(json.dumps(result, ensure_ascii=False) + "\n")
+            # Flushed per record, so that a failed write (a full disk) says
+            # truly how many records are in the file.
+            out.flush()
+            counts["written"] += 1
             bar.update(1)
         bar.close()
     finally:
@@ -203,6 +264,7 @@ def across(
     text_field: str = "text",
     source_field: Optional[str] = None,
     within_docs: bool = True,
+    counts: Optional[Dict[str, int]] = None,
     **pipeline_settings: Any,
 ) -> Dict[str, int]:
     """Contradictions among the statements of all inputs, as one pool (`find_contradictions`).
@@ -219,17 +281,19 @@ def across(
     source_field (Optional[str]): JSONL field with each statement's source
         label (a party, a year); None labels by record id.
     within_docs (bool): Also compare units of the same record.
+    counts (Optional[Dict[str, int]]): A dict to keep the counts in as they grow.
     **pipeline_settings: Passed to `build_pipeline` (incl. `candidates`).
-    RETURNS (Dict[str, int]): Counts of documents, errors and findings.
+    RETURNS (Dict[str, int]): Counts of documents, errors, findings and findings written.
     """
     from .compare import find_contradictions
 
-    for path in inputs:
-        if not path.is_file():
-            raise typer.BadParameter(f"not a file: {path}")
+    check_inputs(inputs)
+    check_output(output, "--output")
+    check_output(html, "--html")
     nlp = build_pipeline(**pipeline_settings)
     records: List[InputRecord] = []
-    counts = {"documents": 0, "errors": 0, "findings": 0}
+    counts = counts if counts is not None else {}
+    counts.update({"documents": 0, "errors": 0, "findings": 0, "written": 0})
     for record in read_inputs(inputs, text_field=text_field):
         where = f"{record.source}:{record.line}" if record.line else record.source
         for warning in record.warnings:
@@ -256,6 +320,7 @@ def across(
             for unit in finding["units"]:
                 unit["id"] = records[unit["doc"]].id
             out.write(json.dumps(finding, ensure_ascii=False) + "\n")
+            counts["written"] += 1
     finally:
         if output:
             out.close()
@@ -288,11 +353,22 @@ def detect_cli(
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page of the findings."),
 ) -> None:
     """Find self-contradictions in documents and write JSONL findings."""
-    counts = detect(
-        inputs, output=output, text_field=text_field, batch_size=batch_size,
-        n_process=n_process, progress=progress, html=html, lang=lang, model=model, device=device,
-        threshold=threshold, window=window, max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
-    )
+    counts: Dict[str, int] = {"written": 0}
+    try:
+        counts = detect(
+            inputs, output=output, text_field=text_field, batch_size=batch_size,
+            n_process=n_process, progress=progress, html=html, lang=lang, model=model, device=device,
+            threshold=threshold, window=window, max_all_pairs=max_all_pairs, aggregation=aggregation,
+            max_chars=max_chars, counts=counts,
+        )
+    except OSError as err:
+        if err.filename is not None and Path(err.filename) in (Path(p) for p in inputs):
+            raise
+        typer.echo(write_error(err, output, counts["written"]), err=True)
+        raise typer.Exit(1) from None
+    except PathError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(
         f"{counts['documents']} documents, {counts['inconsistent']} with inconsistencies, "
         f"{counts['errors']} unreadable",
@@ -327,10 +403,21 @@ def across_cli(
     (4.7% of the pairs of 5,606 statements; see the README).
     """
     strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
-    counts = across(
-        inputs, output=output, html=html, text_field=text_field, source_field=source_field, within_docs=within_docs,
-        lang=lang, model=model, device=device, threshold=threshold, max_chars=max_chars, candidates=strategy,
-    )
+    counts: Dict[str, int] = {"written": 0}
+    try:
+        counts = across(
+            inputs, output=output, html=html, text_field=text_field, source_field=source_field,
+            within_docs=within_docs, lang=lang, model=model, device=device, threshold=threshold,
+            max_chars=max_chars, candidates=strategy, counts=counts,
+        )
+    except OSError as err:
+        if err.filename is not None and Path(err.filename) in (Path(p) for p in inputs):
+            raise
+        typer.echo(write_error(err, output, counts["written"]), err=True)
+        raise typer.Exit(1) from None
+    except PathError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(f"{counts['documents']} records, {counts['findings']} contradictions, {counts['errors']} unreadable",
                err=True)
 

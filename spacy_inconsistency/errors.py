@@ -435,3 +435,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{name}' ({path} not found). Fit one with `scripts/nli/fit_pair_scorer.py "
         "--model ...`, or pick a fixed rule: aggregation = \"min\", \"mean\" or \"max\"."
     )
+    E220 = (
+        "'{factory}' got the string {value} as its model; the model setting "
+        "is a backend config. Write config={{\"model\": {{\"model\": {value}}}}} "
+        "(with \"device\" etc. beside it), or in a .cfg file [components.{factory}.model] "
+        "with @misc = \"{backend}\" and model = {value}."
+    )

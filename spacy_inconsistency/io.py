@@ -1,8 +1,31 @@
-"""Read documents from text and JSONL files without losing or hiding anything."""
+"""Read documents from text and JSONL files without losing or hiding anything.
+
+Every readable record becomes exactly one `InputRecord`, in input order: the
+text, or `error` saying why it cannot be processed. What is repaired rather
+than refused is counted in `warnings`: invalid UTF-8 bytes and unpaired
+surrogates (both replaced with U+FFFD), a UTF-8 byte-order mark (removed).
+Lines end at LF, CRLF or a lone CR.
+"""
 import json
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+
+UTF8_BOM = b"\xef\xbb\xbf"
+REPLACEMENT = "\ufffd"
+# Unpaired UTF-16 surrogates: valid in JSON (`"\ud800"`) and in Python
+# strings, but not encodable as UTF-8, so spaCy's tokenizer and every
+# writer would fail on them.
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+LINE_END_RE = re.compile(rb"\r\n|\r|\n")
+# A text with a larger share of replaced bytes and control characters is
+# refused as not text (random bytes give ~0.6; text with a few bad bytes
+# or a stray control character far less).
+MAX_NON_TEXT_SHARE = 0.2
+MIN_CHARS_FOR_NON_TEXT_CHECK = 20
+READ_CHUNK = 1 << 20
 
 
 @dataclass
@@ -42,31 +65,121 @@ def decode_utf8(data: bytes) -> Tuple[str, int]:
     return text, len(text) - len(clean)
 
 
+def repair_text(text: str) -> Tuple[str, int]:
+    """Replace unpaired surrogates, which no UTF-8 writer or tokenizer accepts, with U+FFFD.
+
+    Use it before `nlp(text)` on text from sources that may hold them (JSON
+    with `\\ud800` escapes, strings decoded with "surrogateescape").
+
+    text (str): The text.
+    RETURNS (Tuple[str, int]): The repaired text and the number of surrogates replaced.
+    """
+    return SURROGATE_RE.subn(REPLACEMENT, text)
+
+
+def non_text_share(text: str) -> float:
+    """The share of characters that are U+FFFD or control characters other than whitespace.
+
+    text (str): The text.
+    RETURNS (float): Between 0 and 1 (0 for the empty text).
+    """
+    if not text:
+        return 0.0
+    bad = sum(1 for ch in text if ch == REPLACEMENT or (unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f\v"))
+    return bad / len(text)
+
+
+def _non_text_error(text: str) -> Optional[str]:
+    if len(text) < MIN_CHARS_FOR_NON_TEXT_CHECK:
+        return None
+    share = non_text_share(text)
+    if share <= MAX_NON_TEXT_SHARE:
+        return None
+    return (
+        f"not text: {share:.0%} of its {len(text):,} characters are undecodable bytes or "
+        f"control characters (more than {MAX_NON_TEXT_SHARE:.0%}); is it UTF-8 text?"
+    )
+
+
 def _bad_bytes_warning(n: int) -> str:
     return f"{n} invalid UTF-8 byte sequence(s) replaced with U+FFFD"
 
 
+def _surrogates_warning(n: int) -> str:
+    return f"{n} unpaired surrogate(s) replaced with U+FFFD"
+
+
+def _repair_value(value: Any, counter: List[int]) -> Any:
+    """`value` with unpaired surrogates replaced in every string it holds."""
+    if isinstance(value, str):
+        fixed, n = repair_text(value)
+        counter[0] += n
+        return fixed
+    if isinstance(value, list):
+        return [_repair_value(v, counter) for v in value]
+    if isinstance(value, dict):
+        return {_repair_value(k, counter): _repair_value(v, counter) for k, v in value.items()}
+    return value
+
+
 def read_text_file(path: Path) -> InputRecord:
     """A whole file as one document."""
-    text, n_bad = decode_utf8(path.read_bytes())
-    record = InputRecord(source=str(path), line=None, id=str(path), text=text)
+    data = path.read_bytes()
+    record = InputRecord(source=str(path), line=None, id=str(path))
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+        record.warnings.append("UTF-8 byte-order mark removed")
+    text, n_bad = decode_utf8(data)
     if n_bad:
         record.warnings.append(_bad_bytes_warning(n_bad))
+    error = _non_text_error(text)
+    if error is not None:
+        record.error = error
+    else:
+        record.text = text
     return record
+
+
+def iter_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of a binary file, without their ends; a line ends at LF, CRLF or a lone CR.
+
+    f (BinaryIO): The file.
+    YIELDS (bytes): Each line, including a last one without an end.
+    """
+    rest = b""
+    while True:
+        chunk = f.read(READ_CHUNK)
+        if not chunk:
+            break
+        data = rest + chunk
+        # A CR at the end of a chunk may be the first half of a CRLF.
+        hold = 1 if data.endswith(b"\r") else 0
+        pieces = LINE_END_RE.split(data[: len(data) - hold] if hold else data)
+        rest = pieces.pop() + (data[-1:] if hold else b"")
+        yield from pieces
+    if rest:
+        pieces = LINE_END_RE.split(rest)
+        if pieces and pieces[-1] == b"":
+            pieces.pop()
+        yield from pieces
 
 
 def read_jsonl_file(path: Path, *, text_field: str = "text") -> Iterator[InputRecord]:
     """One document per line (`{"text": ...}`); blank lines are skipped.
 
     A line that is not a JSON object with a string `text_field` becomes a
-    record with `error` set, so the caller can report it and go on.
+    record with `error` set (and the object's `id` when it has one), so the
+    caller can report it and go on.
     """
     with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):
+        for number, raw in enumerate(iter_lines(f), start=1):
+            record = InputRecord(source=str(path), line=number, id=f"{path}:{number}")
+            if number == 1 and raw.startswith(UTF8_BOM):
+                raw = raw[len(UTF8_BOM):]
+                record.warnings.append("UTF-8 byte-order mark removed")
             line, n_bad = decode_utf8(raw)
             if not line.strip():
                 continue
-            record = InputRecord(source=str(path), line=number, id=f"{path}:{number}")
             if n_bad:
                 record.warnings.append(_bad_bytes_warning(n_bad))
             try:
@@ -75,14 +188,25 @@ def read_jsonl_file(path: Path, *, text_field: str = "text") -> Iterator[InputRe
                 record.error = f"malformed JSON: {err.msg} (column {err.colno})"
                 yield record
                 continue
+            counter = [0]
+            obj = _repair_value(obj, counter)
+            if counter[0]:
+                record.warnings.append(_surrogates_warning(counter[0]))
             if not isinstance(obj, dict):
                 record.error = f"expected a JSON object, got {type(obj).__name__}"
-            elif not isinstance(obj.get(text_field), str):
+                yield record
+                continue
+            if "id" in obj:
+                record.id = str(obj.pop("id"))
+            if not isinstance(obj.get(text_field), str):
                 record.error = f"missing or non-string field '{text_field}'"
             else:
-                record.text = obj.pop(text_field)
-                if "id" in obj:
-                    record.id = str(obj.pop("id"))
+                text = obj.pop(text_field)
+                error = _non_text_error(text)
+                if error is not None:
+                    record.error = error
+                else:
+                    record.text = text
                 record.meta = obj
             yield record
 

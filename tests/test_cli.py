@@ -56,7 +56,7 @@ def test_detect_text_files_with_bad_bytes(tiny_nli, tmp_path):
     bad.write_bytes(b"The price is 5\xff\xfe euros. The price is ten euros.")
     counts = detect([good, bad], output=tmp_path / "o.jsonl", progress=False,
                     model=tiny_nli, device="cpu", threshold=0.0)
-    assert counts == {"documents": 2, "errors": 0, "inconsistent": 2}
+    assert counts == {"documents": 2, "errors": 0, "inconsistent": 2, "written": 2}
     rows = read_jsonl(tmp_path / "o.jsonl")
     assert rows[0]["inconsistencies"][0]["units"][0]["speaker"] == "ALICE"
     assert rows[1]["warnings"][0].startswith("2 invalid UTF-8")

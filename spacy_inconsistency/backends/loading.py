@@ -1,4 +1,5 @@
 """Find and load Hugging Face models from a local path, the embedded default or a hub name."""
+import json
 import logging
 import os
 import threading
@@ -29,6 +30,21 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def require_backend(model: Any, *, factory: str, backend: str) -> None:
+    """Raise a hint at the nested config when a factory's `model` is a plain string.
+
+    `config={"model": "path/to/model"}` is an easy slip for
+    `config={"model": {"model": "path/to/model"}}`; spaCy's own message
+    ("is not <class NLIBackend>") does not say what to write.
+
+    model (Any): The factory's `model` argument.
+    factory (str): The factory's name.
+    backend (str): The registered name of the backend (`@misc`).
+    """
+    if isinstance(model, str):
+        raise ValueError(Errors.E220.format(factory=factory, value=json.dumps(model), backend=backend))
 
 
 def cached(key: Tuple[Any, ...], build: Callable[[], Any]) -> Any:

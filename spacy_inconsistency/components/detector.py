@@ -12,6 +12,7 @@ from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
+from ..backends.loading import require_backend
 from ..backends.nli import NLIBackend
 from ..extensions import (
     CONTRADICTIONS,
@@ -164,7 +165,7 @@ class InconsistencyDetector(Pipe):
 def make_inconsistency_detector(
     nlp: Language,
     name: str,
-    model: NLIBackend,
+    model: Union[NLIBackend, str],
     segmenter: Segmenter,
     window: int,
     max_all_pairs: int,
@@ -177,6 +178,7 @@ def make_inconsistency_detector(
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
+    require_backend(model, factory="inconsistency_detector", backend="spacy-inconsistency.NLIBackend.v1")
     return InconsistencyDetector(
         nlp, name, model=model, segmenter=segmenter, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,

@@ -1,7 +1,7 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.language import Language
@@ -11,6 +11,7 @@ from spacy.util import minibatch
 from thinc.api import Config
 
 from .. import candidates as _candidates
+from ..backends.loading import require_backend
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
@@ -298,7 +299,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
 def make_contradiction_detector(
     nlp: Language,
     name: str,
-    model: NLIBackend,
+    model: Union[NLIBackend, str],
     units_key: str,
     window: int,
     max_all_pairs: int,
@@ -311,6 +312,7 @@ def make_contradiction_detector(
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
+    require_backend(model, factory="contradiction_detector", backend="spacy-inconsistency.NLIBackend.v1")
     return ContradictionDetector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,

@@ -12,7 +12,7 @@ highest), the best chunk, and the most relevant unit found by the paper's
 search tree. Written to ``doc._.inconsistency_scale`` as plain JSON data.
 """
 import warnings
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.pipeline import Pipe
@@ -24,6 +24,7 @@ from ..chunk import (
     DEFAULT_CHUNK_SIZE, DEFAULT_ENTAILMENT_MODEL, DEFAULT_OVERLAP, get_claims, plan_chunks,
     statement_units,
 )
+from ..backends.loading import require_backend
 from ..errors import Errors, Warnings
 from ..extensions import (
     CHUNKS_KEY, CLAIM_LABELS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions,
@@ -345,7 +346,7 @@ class ScaleScorer(CfgSerializable, Pipe):
 def make_scale_scorer(
     nlp: Language,
     name: str,
-    model: EntailmentBackend,
+    model: Union[EntailmentBackend, str],
     chunk_size: int,
     overlap: float,
     branches: int,
@@ -357,6 +358,7 @@ def make_scale_scorer(
     scorer: Optional[Callable],
 ) -> ScaleScorer:
     """Create a `scale_scorer` (see `ScaleScorer` for the settings)."""
+    require_backend(model, factory="scale_scorer", backend="spacy-inconsistency.EntailmentBackend.v1")
     return ScaleScorer(
         nlp, name, model=model, chunk_size=chunk_size, overlap=overlap, branches=branches,
         retrieval_scope=retrieval_scope, self_check=self_check, units_key=units_key,
