@@ -15,7 +15,9 @@ threshold is then computed from the same scores.
 """
 import csv
 import json
+import sys
 from pathlib import Path
+from typing import List
 
 import numpy
 import typer
@@ -23,24 +25,44 @@ import typer
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 AGGREGATION_NAMES = ("learned", "min", "mean", "max")
 THRESHOLDS = (0.5, 0.7, 0.9)
+CONTRADOC = Path("contradiction") / "contradoc_50.json"
+NEWS = Path("true") / "qags_xsum.csv"
+
+
+def find_data(name: Path, folders: List[Path]) -> Path:
+    """The first `folder / name` that exists; exit with a message saying where it was looked for."""
+    for folder in folders:
+        if (folder / name).is_file():
+            return folder / name
+    where = ", ".join(str(f) for f in folders)
+    typer.echo(
+        f"error: {name} not found in {where}. Fetch it with `spacy project assets` (into assets/), "
+        f"or point at the folder that holds it: `spacy project run evaluate . --vars.data_dir PATH` "
+        f"(or --data-dir PATH for this script).",
+        err=True,
+    )
+    raise typer.Exit(1)
 
 
 def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
-    data_dir: Path = typer.Option(DEFAULT_DATA, help="The shared data folder."),
+    data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
+    progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
     import spacy
     from sklearn.metrics import roc_auc_score
+    from tqdm import tqdm
 
     from spacy_inconsistency.pair_scoring import AGGREGATIONS
 
-    records = json.loads((data_dir / "contradiction" / "contradoc_50.json").read_text(encoding="utf-8"))
+    contradoc_path, news_path = find_data(CONTRADOC, data_dir), find_data(NEWS, data_dir)
+    records = json.loads(contradoc_path.read_text(encoding="utf-8"))
     contradoc = [r for r in records if r["label"] == "non_contradictory" or r["evidence"] in r["text"]]
     gold = numpy.array([r["label"] == "contradictory" for r in contradoc])
     news = []
-    with (data_dir / "true" / "qags_xsum.csv").open(encoding="utf-8") as f:
+    with news_path.open(encoding="utf-8") as f:
         for row in csv.DictReader(f):
             if row["grounding"] not in news:
                 news.append(row["grounding"])
@@ -49,8 +71,12 @@ def main(
     nlp.add_pipe("inconsistency_segmenter")
     detector = nlp.add_pipe("contradiction_detector", config={"model": {"model": model}})
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
-    scores = detector.predict(docs)
-    results = {"model": model, "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
+    scores = []
+    with tqdm(total=len(docs), unit="doc", desc="documents", file=sys.stderr, disable=not progress) as bar:
+        for start in range(0, len(docs), 4):
+            scores.extend(detector.predict(docs[start:start + 4]))
+            bar.update(len(docs[start:start + 4]))
+    results = {"model": model, "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold
     results["learned_threshold"] = learned_threshold

@@ -21,7 +21,7 @@ def run(cmd, cwd):
 def test_data_commands(tmp_path):
     shutil.copy(ROOT / "project.yml", tmp_path)
     shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
-    shared = f"--vars.shared_data={SHARED_DATA}"
+    shared = f"--vars.data_dir={SHARED_DATA}"
     run(["copy-data", ".", shared], tmp_path)
     assert (tmp_path / "assets/nli/control.zip").stat().st_size == (SHARED_DATA / "nli/control.zip").stat().st_size
     run(["prepare-nli", ".", "--vars.heldout_per_source=50"], tmp_path)

@@ -1,0 +1,82 @@
+"""`spacy project run evaluate` on a fresh copy of the project, on small data and a tiny model."""
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def make_project(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "project.yml", project)
+    for folder in ("scripts", "examples"):
+        shutil.copytree(ROOT / folder, project / folder)
+    # The shipped model is a dependency of some commands (the tiny one is scored).
+    (project / "spacy_inconsistency" / "models").mkdir(parents=True)
+    (project / "spacy_inconsistency" / "models" / "nli-minilm-l6").symlink_to(
+        ROOT / "spacy_inconsistency" / "models" / "nli-minilm-l6")
+    suite = project / "tests" / "behaviour"
+    suite.mkdir(parents=True)
+    lines = (ROOT / "tests" / "behaviour" / "test_part1.jsonl").read_text(encoding="utf-8").splitlines()
+    (suite / "test_small.jsonl").write_text("\n".join(lines[:12]) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    (data / "contradiction").mkdir(parents=True)
+    (data / "true").mkdir()
+    contradoc = [
+        {"id": "c1", "label": "contradictory", "evidence": "The bridge was never built.",
+         "text": "The bridge opened in 1990. Thousands crossed it. The bridge was never built."},
+        {"id": "c2", "label": "contradictory", "evidence": "She has no children.",
+         "text": "Anna has three sons. She lives in Oslo. She has no children."},
+        {"id": "n1", "label": "non_contradictory", "evidence": "",
+         "text": "The museum opened in May. It shows modern art. Entry is free on Sundays."},
+        {"id": "n2", "label": "non_contradictory", "evidence": "",
+         "text": "The team won the final. The coach praised the players. Fans celebrated."},
+    ]
+    (data / "contradiction" / "contradoc_50.json").write_text(json.dumps(contradoc), encoding="utf-8")
+    with (data / "true" / "qags_xsum.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["", "grounding", "generated_text", "label"])
+        writer.writerow([0, "Police said three men took a sum from the van. No one was hurt.", "x", 1])
+        writer.writerow([1, "The council approved the budget on Monday. Taxes stay the same.", "y", 1])
+    return project, data
+
+
+def run(project, *args):
+    return subprocess.run([sys.executable, "-m", "spacy", "project", "run", *args], cwd=project,
+                          capture_output=True, text=True)
+
+
+def test_evaluate_workflow_runs_on_a_fresh_copy_and_writes_one_summary(tiny_nli, tmp_path):
+    project, data = make_project(tmp_path)
+    common = [f"--vars.detector_model={tiny_nli}", "--vars.behaviour_split=test_small.jsonl", "--vars.n_news=2"]
+    missing = run(project, "evaluate", ".", f"--vars.data_dir={tmp_path / 'nowhere'}", *common)
+    assert missing.returncode != 0
+    assert "contradiction/contradoc_50.json not found in assets" in missing.stderr
+    assert "--vars.data_dir PATH" in missing.stderr
+    proc = run(project, "evaluate", ".", f"--vars.data_dir={data}", *common)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((project / "metrics" / "summary.json").read_text(encoding="utf-8"))
+    behaviour = json.loads((project / "metrics" / "behaviour_test.json").read_text(encoding="utf-8"))
+    documents = json.loads((project / "metrics" / "documents.json").read_text(encoding="utf-8"))
+    assert summary["missing"] == []
+    rows = {row["key"]: row["value"] for row in summary["rows"]}
+    assert behaviour["all"]["n"] == 12 and rows["recall"] == behaviour["all"]["recall"]
+    assert documents["contradoc_docs"] == 4 and documents["news_docs"] == 2
+    assert rows["contradoc_auc"] == documents["by_aggregation"]["learned"]["contradoc_auc"]
+    examples = (project / "metrics" / "example_findings.jsonl").read_text(encoding="utf-8").splitlines()
+    assert rows["examples_flagged"] == sum(json.loads(line)["has_inconsistency"] for line in examples)
+    markdown = (project / "metrics" / "summary.md").read_text(encoding="utf-8")
+    assert "| capability |" in markdown and "matched-pair AUC" in markdown
+    assert "| set | figure | value | target |" in proc.stdout
+
+
+def test_project_commands_page_is_generated_from_project_yml(tmp_path):
+    out = tmp_path / "commands.md"
+    proc = subprocess.run([sys.executable, "-m", "spacy", "project", "document", str(ROOT), "--output", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "project-commands.md").read_text(encoding="utf-8"), (
+        "docs/project-commands.md is stale: run `spacy project document . --output docs/project-commands.md`")
