@@ -101,6 +101,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "`doc._.inconsistency_evidence_error` and `has_inconsistency` None; "
         "the other Docs keep their results."
     )
+    W201 = (
+        "{n} of {total} calls of the judge '{judge}' failed (first: {error}). "
+        "Those arguments have verdicts with label 'error' and are left out "
+        "of the bias scores like unreadable answers (`n_unparseable`)."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):

@@ -366,6 +366,25 @@ def test_llm_judge_prompts_and_unparseable(datasets):
         instruction("en", "formal", "2")
 
 
+def test_llm_judge_failed_call_keeps_the_other_verdicts(datasets):
+    arguments = [r for r in datasets["en"]][:3]
+
+    class FlakyClient(ScriptedClient):
+        def chat(self, messages, **kwargs):
+            if len(self.prompts) == 1:
+                self.prompts.append(messages[-1]["content"])
+                raise RuntimeError("[E120] server gave up after 3 attempts")
+            return super().chat(messages, **kwargs)
+
+    client = FlakyClient(["**valid**", None, "**invalid**"])
+    judge = LLMValidityJudge(client)
+    with pytest.warns(UserWarning, match="W201"):
+        verdicts = judge.judge(arguments)
+    assert [v.valid for v in verdicts] == [True, None, False]
+    assert verdicts[1].label == "error" and verdicts[1].error == "RuntimeError: [E120] server gave up after 3 attempts"
+    assert judge.n_failed == 1 and judge.n_unparseable == 0
+
+
 def test_few_shot_prompt_is_balanced(datasets):
     shots = few_shot_examples(datasets["en"], kind="formal", language="en", n=8, seed=0)
     assert len(shots) == 8

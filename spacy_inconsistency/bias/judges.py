@@ -36,12 +36,14 @@ class Verdict:
     score (Optional[float]): The judge's confidence that the argument is valid, if it has one.
     label (Optional[str]): The label the judge chose (NLI label, category, parsed word).
     raw (Optional[str]): The raw answer (LLM text), for inspection.
+    error (Optional[str]): Why the judge gave no answer (label "error", valid None).
     """
 
     valid: Optional[bool]
     score: Optional[float] = None
     label: Optional[str] = None
     raw: Optional[str] = None
+    error: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -345,6 +347,7 @@ class LLMValidityJudge:
         shots = f", {len(self.examples)} shots" if self.examples else ""
         self.name = f"llm({client.name}, instruction {instruction_id}{shots})"
         self.n_unparseable = 0
+        self.n_failed = 0
 
     def prompt(self, argument: Argument) -> str:
         """The prompt sent for one argument."""
@@ -356,16 +359,29 @@ class LLMValidityJudge:
     def judge(self, arguments: Sequence[Argument]) -> List[Verdict]:
         """Judge each argument (one chat call each).
 
+        A call that fails for good (the client's retries spent) gives that
+        argument a verdict with label "error" and `error` set, and the others
+        are still judged (warning W201); like unreadable answers, it is left
+        out of the bias scores.
+
         arguments (Sequence[Argument]): The arguments.
         RETURNS (List[Verdict]): One verdict each; `raw` holds the answer.
         """
         out = []
         unreadable = 0
+        failed: List[str] = []
         for argument in arguments:
-            answers = self.client.chat(
-                [{"role": "user", "content": self.prompt(argument)}],
-                temperature=self.temperature, max_tokens=self.max_tokens, n=1, seed=self.seed,
-            )
+            try:
+                answers = self.client.chat(
+                    [{"role": "user", "content": self.prompt(argument)}],
+                    temperature=self.temperature, max_tokens=self.max_tokens, n=1, seed=self.seed,
+                )
+            except Exception as err:  # noqa: BLE001 - one failed call must not lose the others' verdicts
+                # The clients redact secrets from their own messages.
+                message = f"{type(err).__name__}: {err}"
+                failed.append(message)
+                out.append(Verdict(valid=None, label="error", error=message))
+                continue
             if not isinstance(answers, list) or len(answers) != 1:
                 raise ValueError(Errors.E174.format(n=len(answers) if isinstance(answers, list) else answers, expected=1))
             valid = parse_validity(answers[0])
@@ -373,8 +389,11 @@ class LLMValidityJudge:
             label = None if valid is None else ("valid" if valid else "invalid")
             out.append(Verdict(valid=valid, label=label, raw=answers[0]))
         self.n_unparseable += unreadable
+        self.n_failed += len(failed)
         if unreadable:
             warnings.warn(Warnings.W130.format(n=unreadable, total=len(out), judge=self.name))
+        if failed:
+            warnings.warn(Warnings.W201.format(n=len(failed), total=len(out), judge=self.name, error=failed[0][:300]))
         return out
 
 
