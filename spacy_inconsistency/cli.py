@@ -9,19 +9,8 @@ from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 import typer
 
 from .backends.loading import DEFAULT_MODEL
+from .cli_app import app  # noqa: F401  (re-exported: `from spacy_inconsistency.cli import app`)
 from .io import InputRecord, read_inputs
-
-app = typer.Typer(
-    name="spacy-inconsistency",
-    help="Find where texts disagree (spaCy components).",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-
-@app.callback()
-def _root() -> None:
-    """Find where texts disagree (spaCy components)."""
 
 
 def build_pipeline(
@@ -427,8 +416,9 @@ def main() -> None:
 
 
 # Commands that live beside the code they drive register themselves on `app`
-# (`from ..cli import app`) when imported here; heavy imports stay inside the
-# command functions so that `--help` is fast. One import a line.
+# (`from ..cli_app import app`) when imported here, after `detect` and `across`
+# so that `--help` lists those first; heavy imports stay inside the command
+# functions so that `--help` is fast. One import a line.
 
 from . import relations_commands as _relations_commands  # noqa: E402,F401
 from .bias import commands as _bias_commands  # noqa: E402,F401

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .cli import app
+from .cli_app import app
 
 
 @app.command("reproduce-political")

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from ..cli import app
+from ..cli_app import app
 
 LANG_HELP = "Language: en (US politics), de (Swiss politics); repeat for several."
 
