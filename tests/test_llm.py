@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from spacy_inconsistency.backends.llm import LLMClient, NLIJudgeClient, OpenAIChatClient, cache_key
+from spacy_inconsistency.backends.llm import LLMClient, OpenAIChatClient, cache_key
 from spacy_inconsistency.backends.llm_parse import (
     DIRECT_PROMPT,
     FILTER_CONSTRAINED_PROMPT,
@@ -20,6 +20,7 @@ from spacy_inconsistency.backends.llm_parse import (
     format_sentences,
     parse_answer,
 )
+from spacy_inconsistency.nli_judge import NLIJudgeClient
 
 MESSAGES = [{"role": "user", "content": "Is the sky green?"}]
 
@@ -295,6 +296,19 @@ DOC = ("The committee approved the budget on Monday. A man is playing a guitar o
 @pytest.fixture(scope="module")
 def judge():
     return NLIJudgeClient("default", device="cpu")
+
+
+def test_nli_judge_old_import_path_warns_and_gives_the_same_objects():
+    import spacy_inconsistency.backends.llm as llm
+    from spacy_inconsistency import nli_judge
+
+    with pytest.warns(DeprecationWarning, match="spacy_inconsistency.nli_judge.NLIJudgeClient"):
+        from spacy_inconsistency.backends.llm import NLIJudgeClient as Old
+    assert Old is nli_judge.NLIJudgeClient
+    with pytest.warns(DeprecationWarning, match="make_nli_judge"):
+        assert llm.make_nli_judge is nli_judge.make_nli_judge
+    with pytest.raises(AttributeError):
+        llm.no_such_name
 
 
 def ask(judge, prompt, **kwargs):

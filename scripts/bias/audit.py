@@ -103,6 +103,7 @@ def main() -> None:
         import importlib
 
         importlib.import_module("spacy_inconsistency.backends.llm")
+        importlib.import_module("spacy_inconsistency.nli_judge")
     judges = []
     for model in args.model:
         judges += build_judges(judge="nli", model=model, device=args.device)

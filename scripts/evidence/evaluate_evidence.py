@@ -34,7 +34,8 @@ def _fmt(value: Optional[float]) -> str:
 
 
 def make_client(judge: str, *, model: str, base_url: str, cache_dir: Optional[str], max_concurrency: int) -> Any:
-    from spacy_inconsistency.backends.llm import LocalHFChatClient, NLIJudgeClient, OpenAIChatClient
+    from spacy_inconsistency.backends.llm import LocalHFChatClient, OpenAIChatClient
+    from spacy_inconsistency.nli_judge import NLIJudgeClient
 
     if judge == "nli":
         return NLIJudgeClient(model or "default", device="cpu")
