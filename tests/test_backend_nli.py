@@ -186,3 +186,31 @@ def test_cuda_bf16_close_to_cpu(tiny_nli):
     gpu_backend = NLIBackend(tiny_nli, device="cuda")
     assert gpu_backend.dtype == torch.bfloat16
     numpy.testing.assert_allclose(gpu_backend.predict_proba(PAIRS), cpu, atol=2e-2)
+
+
+PAIRS = [("The museum is open on Sundays.", "The museum is closed on Sundays."),
+         ("A man plays a guitar on stage.", "Nobody is playing music."),
+         ("It rained all day.", "The ground was wet in the evening.")] * 3
+
+
+@pytest.mark.parametrize("dtype,tolerance", [("bfloat16", 0.03), ("int8", 0.05)])
+def test_cheaper_dtypes_stay_close_to_float32(tiny_nli, dtype, tolerance):
+    reference = NLIBackend(tiny_nli, device="cpu", dtype="float32").predict_proba(PAIRS)
+    backend = NLIBackend(tiny_nli, device="cpu", dtype=dtype)
+    probs = backend.predict_proba(PAIRS)
+    assert probs.dtype == numpy.float32 and probs.shape == reference.shape
+    assert numpy.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    assert numpy.abs(probs - reference).max() < tolerance
+    if dtype == "int8":
+        layer = backend.model.bert.encoder.layer[0].attention.self.query
+        assert type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic")
+    else:
+        assert backend.model.dtype == torch.bfloat16
+    # The float model that others share is left as it was.
+    assert NLIBackend(tiny_nli, device="cpu").model.dtype == torch.float32
+    assert pickle.loads(pickle.dumps(backend)).dtype_name == dtype
+
+
+def test_bad_dtype_is_refused(tiny_nli):
+    with pytest.raises(ValueError, match="E006.*dtype"):
+        NLIBackend(tiny_nli, device="cpu", dtype="fp8")

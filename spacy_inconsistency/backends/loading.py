@@ -134,6 +134,7 @@ def load_model(
     dtype: Any,
     revision: Optional[str] = None,
     local_files_only: bool = False,
+    quantize: bool = False,
 ) -> Tuple[Any, Any]:
     """Load a tokenizer and model once per process and share them.
 
@@ -143,9 +144,33 @@ def load_model(
     dtype (torch.dtype): The weights' dtype on that device.
     revision (Optional[str]): A hub revision to pin.
     local_files_only (bool): Never contact the hub.
+    quantize (bool): Quantize the linear layers to int8 (dynamic, CPU only).
     RETURNS (Tuple[PreTrainedTokenizerBase, PreTrainedModel]): Both, the model in eval mode.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    if quantize:
+        # The float model first (outside the cache lock, which is not re-entrant).
+        tokenizer, float_model = load_model(name, kind=kind, device=device, dtype=dtype, revision=revision,
+                                            local_files_only=local_files_only)
+
+        def build_quantized() -> Tuple[Any, Any]:
+            import copy
+            import warnings
+
+            import torch
+
+            with warnings.catch_warnings():
+                # torch.ao.quantization announces its move to torchao; the API still works in 2.x.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+                quantized = torch.ao.quantization.quantize_dynamic(
+                    copy.deepcopy(float_model), {torch.nn.Linear}, dtype=torch.qint8
+                )
+            quantized.eval()
+            return tokenizer, quantized
+
+        return cached((name, kind, str(device), str(dtype), revision, "int8"), build_quantized)
 
     target, is_local = resolve_model(name)
 
