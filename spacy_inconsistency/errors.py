@@ -446,3 +446,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "(with \"device\" etc. beside it), or in a .cfg file [components.{factory}.model] "
         "with @misc = \"{backend}\" and model = {value}."
     )
+    # Ray engine (E240-E249)
+    E240 = (
+        "The Ray engine needs Ray Data, which is not installed ({err}). Install "
+        "the extra with `pip install -e \".[ray]\"` (or `pip install "
+        "\"spacy-inconsistency[ray]\"`)."
+    )
+    E241 = (
+        "The output folder '{path}' holds a run with other inputs or settings "
+        "({diff}); resuming it would mix two runs. Use a new output folder, or "
+        "the same inputs and settings to resume."
+    )
+    E242 = "The dataset has no '{column}' column; the Ray engine needs 'id' and 'text'."
+    E243 = "{name} must be at least {least}, got {value}."
