@@ -24,6 +24,9 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
         "aggregation": "min", "threshold": 0.5,
         "candidates": {"@misc": "spacy-inconsistency.candidates.classic.v1", "window": 4, "max_all_pairs": 100},
     },
+    # The default with cheaper forward passes (NLIBackend `dtype`).
+    "bf16": {"model": {"dtype": "bfloat16"}},
+    "int8": {"model": {"dtype": "int8"}},
 }
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -70,7 +73,9 @@ def main(
     for name in settings.split(","):
         nlp = spacy.blank("en")
         nlp.max_length = 10_000_000
-        detector = nlp.add_pipe("inconsistency_detector", config={"model": {"device": "cpu"}, **SETTINGS[name]})
+        setting = dict(SETTINGS[name])
+        model = {"device": "cpu", **setting.pop("model", {})}
+        detector = nlp.add_pipe("inconsistency_detector", config={"model": model, **setting})
         for n_process in (int(p) for p in processes.split(",")):
             start = time.perf_counter()
             docs = list(nlp.pipe(texts, batch_size=batch_size, n_process=n_process))
@@ -80,7 +85,9 @@ def main(
                 units = [u for u in doc.spans["inconsistency_units"] if has_content(u)]
                 n_pairs += len(speaker_pairs(units, detector.pairwise.unit_pairs(units), detector.cfg["speakers"]))
             flagged = sum(int(doc._.has_inconsistency) for doc in docs)
-            run = {"setting": name, "n_process": n_process, "seconds": seconds, "docs_per_s": len(texts) / seconds,
+            scores = [doc._.inconsistency_score for doc in docs]
+            flags = [bool(doc._.has_inconsistency) for doc in docs]
+            run = {"doc_scores": scores, "doc_flags": flags, "setting": name, "n_process": n_process, "seconds": seconds, "docs_per_s": len(texts) / seconds,
                    "pairs": n_pairs, "pairs_per_doc": n_pairs / len(texts), "nli_calls_per_s": 2 * n_pairs / seconds,
                    "flagged": flagged}
             results["runs"].append(run)
@@ -90,9 +97,12 @@ def main(
     if len(results["runs"]) > 1:
         base = results["runs"][0]
         for run in results["runs"][1:]:
+            diff = max(abs(a - b) for a, b in zip(run["doc_scores"], base["doc_scores"]))
+            same = sum(a == b for a, b in zip(run["doc_flags"], base["doc_flags"]))
             typer.echo(f"ratio {run['setting']}/n_process={run['n_process']} vs {base['setting']}/"
                        f"n_process={base['n_process']}: docs/s {run['docs_per_s'] / base['docs_per_s']:.2f}x, "
-                       f"NLI pairs/s {run['nli_calls_per_s'] / base['nli_calls_per_s']:.2f}x")
+                       f"NLI pairs/s {run['nli_calls_per_s'] / base['nli_calls_per_s']:.2f}x; document scores "
+                       f"differ by at most {diff:.3f}, same flag on {same} of {len(texts)}")
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(results, indent=2))
