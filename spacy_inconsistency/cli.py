@@ -340,8 +340,29 @@ def detect_cli(
     max_chars: int = typer.Option(10_000_000, help="Longest document accepted, in characters."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page of the findings."),
+    engine: str = typer.Option("local", help="local (nlp.pipe here) or ray (Ray Data actors, sharded output that resumes; needs .[ray])."),
+    output_dir: Optional[Path] = typer.Option(None, help="--engine ray: folder for the output shards and manifest.json."),
+    num_actors: int = typer.Option(1, help="--engine ray: actors, each with its own loaded pipeline."),
+    shard_size: int = typer.Option(1000, help="--engine ray: records per output shard (the unit of resuming)."),
+    cpus_per_actor: float = typer.Option(1.0, help="--engine ray: CPUs per actor."),
+    gpus_per_actor: float = typer.Option(0.0, help="--engine ray: GPUs per actor."),
+    ray_address: Optional[str] = typer.Option(None, help="--engine ray: address of an existing Ray cluster (default: start Ray locally)."),
 ) -> None:
     """Find self-contradictions in documents and write JSONL findings."""
+    if engine not in ("local", "ray"):
+        typer.echo(f"error: --engine must be 'local' or 'ray', got {engine!r}", err=True)
+        raise typer.Exit(2)
+    pipeline_settings = dict(lang=lang, model=model, device=device, threshold=threshold, window=window,
+                             max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars)
+    if engine == "ray":
+        _detect_on_ray(inputs, output=output, html=html, n_process=n_process, output_dir=output_dir,
+                       pipeline_settings=pipeline_settings, text_field=text_field, shard_size=shard_size,
+                       num_actors=num_actors, batch_size=batch_size, cpus_per_actor=cpus_per_actor,
+                       gpus_per_actor=gpus_per_actor, ray_address=ray_address, progress=progress)
+        return
+    if output_dir is not None:
+        typer.echo("error: --output-dir is for --engine ray; use --output with the local engine", err=True)
+        raise typer.Exit(2)
     counts: Dict[str, int] = {"written": 0}
     try:
         counts = detect(
@@ -363,6 +384,51 @@ def detect_cli(
         f"{counts['errors']} unreadable",
         err=True,
     )
+
+
+def _detect_on_ray(
+    inputs: List[Path], *, output: Optional[Path], html: Optional[Path], n_process: int,
+    output_dir: Optional[Path], pipeline_settings: Dict[str, Any], text_field: str, shard_size: int,
+    num_actors: int, batch_size: int, cpus_per_actor: float, gpus_per_actor: float,
+    ray_address: Optional[str], progress: bool,
+) -> None:
+    """`detect --engine ray`: checks the options, runs `ray_engine.detect_files`, prints the counts."""
+    problems = []
+    if output_dir is None:
+        problems.append("--engine ray needs --output-dir (it writes shards and a manifest there)")
+    if output is not None or html is not None:
+        problems.append("--engine ray writes to --output-dir, not --output/--html")
+    if n_process != 1:
+        problems.append("--engine ray runs --num-actors actors; --n-process is for the local engine")
+    try:
+        check_inputs(inputs)
+    except PathError as err:
+        problems.append(str(err))
+    if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
+        problems.append(f"--output-dir: {output_dir} is not a folder")
+    if problems:
+        typer.echo(f"error: {problems[0]}", err=True)
+        raise typer.Exit(2)
+    try:
+        from .ray_engine import detect_files
+
+        manifest = detect_files(
+            inputs, output_dir, make_pipeline=build_pipeline, pipeline_settings=pipeline_settings,
+            text_field=text_field, shard_size=shard_size, num_actors=num_actors, batch_size=batch_size,
+            num_cpus_per_actor=cpus_per_actor, num_gpus_per_actor=gpus_per_actor, address=ray_address,
+            progress=progress,
+        )
+    except (ImportError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"{manifest['records_out']} of {manifest['records_in']} records in {manifest['shards']} shards "
+        f"({manifest['shards_skipped']} already done), {manifest['flagged']} with inconsistencies, "
+        f"{manifest['errors']} errors; {output_dir / 'manifest.json'}",
+        err=True,
+    )
+    if not manifest["complete"]:
+        raise typer.Exit(1)
 
 
 @app.command("across")

@@ -233,3 +233,27 @@ def test_missing_ray_names_the_extra(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match="E240"):
         detect_files([tmp_path / "x.jsonl"], tmp_path / "out", make_pipeline=cli.build_pipeline,
                      pipeline_settings={})
+
+
+def test_cli_engine_ray_writes_shards_and_checks_its_options(ray_session, settings, tmp_path):
+    from typer.testing import CliRunner
+
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "text": "The vote passed. The vote failed."}) + "\n"
+                            for i in range(7)) + "{broken\n", encoding="utf-8")
+    common = ["detect", str(data), "--model", settings["model"], "--device", "cpu", "--threshold", "0",
+              "--no-progress", "--engine", "ray"]
+    runner = CliRunner()
+    missing = runner.invoke(cli.app, common)
+    assert missing.exit_code == 2 and "needs --output-dir" in missing.output
+    both = runner.invoke(cli.app, common + ["--output-dir", str(tmp_path / "o"), "-o", str(tmp_path / "x.jsonl")])
+    assert both.exit_code == 2 and "not --output" in both.output
+    out = tmp_path / "out"
+    result = runner.invoke(cli.app, common + ["--output-dir", str(out), "--shard-size", "3", "--num-actors", "1"])
+    assert result.exit_code == 0, result.output
+    rows = _read_output(out)
+    assert [r["id"] for r in rows] == [f"r{i}" for i in range(7)] + [f"{data}:8"]
+    assert "malformed JSON" in rows[-1]["error"] and all(r["has_inconsistency"] for r in rows[:7])
+    assert "8 of 8 records in 3 shards (0 already done), 7 with inconsistencies, 1 errors" in result.output
+    again = runner.invoke(cli.app, common + ["--output-dir", str(out), "--shard-size", "3"])
+    assert again.exit_code == 0 and "(3 already done)" in again.output
