@@ -389,7 +389,7 @@ def unit_facts(span) -> UnitFacts:
     )
 
 
-def resolve_pronoun_subjects(facts: Sequence[UnitFacts]) -> List[UnitFacts]:
+def resolve_pronoun_subjects(facts: Sequence[Optional[UnitFacts]]) -> List[Optional[UnitFacts]]:
     """Give units whose subject is a pronoun the subject of a recent earlier unit.
 
     Naive coreference within one document ("Calloway ... She voted against
@@ -398,14 +398,15 @@ def resolve_pronoun_subjects(facts: Sequence[UnitFacts]) -> List[UnitFacts]:
     person for it/this/that, any for they) lends it. Units must be in
     document order.
 
-    facts (Sequence[UnitFacts]): The facts of a document's units, in order.
-    RETURNS (List[UnitFacts]): The same facts, pronoun subjects filled in.
+    facts (Sequence[Optional[UnitFacts]]): The facts of a document's units, in
+        order; None for a unit that was not read (it stays None and lends nothing).
+    RETURNS (List[Optional[UnitFacts]]): The same facts, pronoun subjects filled in.
     """
-    out: List[UnitFacts] = []
+    out: List[Optional[UnitFacts]] = []
     for i, f in enumerate(facts):
-        if f.subject_pronoun and not f.subject:
+        if f is not None and f.subject_pronoun and not f.subject:
             for prev in reversed(facts[max(0, i - COREFERENCE_WINDOW) : i]):
-                if not prev.subject:
+                if prev is None or not prev.subject:
                     continue
                 if f.subject_head in PERSON_PRONOUNS and not prev.subject_person:
                     continue
@@ -502,9 +503,17 @@ def pair_features(a: UnitFacts, b: UnitFacts) -> numpy.ndarray:
     return numpy.array([values[name] for name in FEATURE_NAMES], dtype=numpy.float32)
 
 
-def facts_of_texts(texts: Sequence[str]) -> List[UnitFacts]:
-    """Parse texts with `load_parser()` and read each one's facts (each text on its own)."""
-    return [unit_facts(doc) for doc in parse_texts(texts)]
+def facts_of_texts(texts: Sequence[str], *, batch_size: int = 256) -> List[UnitFacts]:
+    """Parse texts with `load_parser()` and read each one's facts (each text on its own).
+
+    The parsed Docs are read as they stream out of the parser and dropped, so
+    memory holds one batch of Docs, not all of them.
+
+    texts (Sequence[str]): The texts.
+    batch_size (int): Texts parsed at a time.
+    RETURNS (List[UnitFacts]): One per text.
+    """
+    return [unit_facts(doc) for doc in load_parser().pipe(texts, batch_size=batch_size)]
 
 
 def pair_feature_matrix(facts: Sequence[UnitFacts], pairs: Iterable[Tuple[int, int]]) -> numpy.ndarray:

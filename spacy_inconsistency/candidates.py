@@ -206,8 +206,27 @@ class EmbeddingNeighbours:
         return neighbour_pairs(neighbours)
 
 
-def _content_terms(span: Span) -> List[str]:
-    use_lemma = span.doc.has_annotation("LEMMA")
+def doc_has_annotation(units: Sequence[Span], attr: str) -> List[bool]:
+    """`unit.doc.has_annotation(attr)` for each unit, asked once per Doc.
+
+    `Doc.has_annotation` scans the whole Doc, so asking it once per unit of a
+    long Doc costs time quadratic in its length.
+
+    units (Sequence[Span]): The units (of one Doc or several).
+    attr (str): The attribute, e.g. "LEMMA".
+    RETURNS (List[bool]): One value per unit.
+    """
+    known: Dict[int, bool] = {}
+    out = []
+    for unit in units:
+        doc = unit.doc
+        if id(doc) not in known:
+            known[id(doc)] = doc.has_annotation(attr)
+        out.append(known[id(doc)])
+    return out
+
+
+def _content_terms(span: Span, use_lemma: bool) -> List[str]:
     terms = []
     for token in span:
         if token.is_alpha and not token.is_stop and len(token) >= 3:
@@ -257,8 +276,8 @@ class LexicalOverlap:
             return empty
         vocab: Dict[str, int] = {}
         rows, cols = [], []
-        for i, unit in enumerate(units):
-            for term in set(_content_terms(unit)):
+        for i, (unit, use_lemma) in enumerate(zip(units, doc_has_annotation(units, "LEMMA"))):
+            for term in set(_content_terms(unit, use_lemma)):
                 rows.append(i)
                 cols.append(vocab.setdefault(term, len(vocab)))
         if not rows:
@@ -390,8 +409,8 @@ class EntityOverlap:
     def __call__(self, units: Sequence[Span]) -> numpy.ndarray:
         by_entity: Dict[str, List[int]] = defaultdict(list)
         no_ner = 0
-        for i, unit in enumerate(units):
-            if not unit.doc.has_annotation("ENT_IOB"):
+        for i, (unit, has_ner) in enumerate(zip(units, doc_has_annotation(units, "ENT_IOB"))):
+            if not has_ner:
                 no_ner += 1
                 continue
             for ent in set(e.text.lower() for e in unit.ents if self.labels is None or e.label_ in self.labels):

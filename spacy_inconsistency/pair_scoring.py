@@ -9,12 +9,13 @@ directions; the two directions are combined either by a fixed rule (`min`,
 (`spacy_inconsistency.alignment`).
 """
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc, Span
 
 from .alignment import (
+    COREFERENCE_WINDOW,
     UnitFacts,
     facts_of_texts,
     language_supported,
@@ -111,36 +112,70 @@ def speaker_pairs(units: Sequence[Span], pairs: numpy.ndarray, speakers: str) ->
     return pairs[keep]
 
 
-def unit_alignment(units: Sequence[Span]) -> Optional[List[UnitFacts]]:
+def unit_alignment(
+    units: Sequence[Span], pairs: Optional[numpy.ndarray] = None
+) -> Optional[List[Optional[UnitFacts]]]:
     """The alignment facts of units, or None where there are none (not English).
 
     Units of a Doc that a trained English pipeline parsed are read as they
     are; others are parsed by themselves with `alignment.load_parser()`. A
     pronoun subject takes the subject of a recent earlier unit of the same
     Doc (`alignment.resolve_pronoun_subjects`).
+
+    units (Sequence[Span]): The units, each Doc's in document order.
+    pairs (Optional[numpy.ndarray]): int, shape (k, 2): the pairs the facts
+        are for. Only the units in them are read (and, for a pronoun subject,
+        the units it may take its subject from), so a long Doc whose pair
+        budget touches few of its units is not parsed whole; the other
+        entries are None. None reads every unit. The facts of paired units
+        are the same either way.
+    RETURNS (Optional[List[Optional[UnitFacts]]]): One entry per unit.
     """
     if not units:
         return []
     if not all(language_supported(u.doc.lang_) for u in units):
         return None
     facts: List[Optional[UnitFacts]] = [None] * len(units)
+    if pairs is None:
+        _read_facts(units, facts, range(len(units)))
+    else:
+        needed = numpy.unique(numpy.asarray(pairs, dtype=numpy.int64).reshape(-1)).tolist()
+        _read_facts(units, facts, needed)
+        lenders = set()
+        for i in needed:
+            f = facts[i]
+            if f is not None and f.subject_pronoun and not f.subject:
+                for k in range(max(0, i - COREFERENCE_WINDOW), i):
+                    if facts[k] is None and units[k].doc is units[i].doc:
+                        lenders.add(k)
+        _read_facts(units, facts, sorted(lenders))
+    resolved: List[Optional[UnitFacts]] = []
+    start = 0
+    for end in range(1, len(units) + 1):
+        if end == len(units) or units[end].doc is not units[start].doc:
+            resolved.extend(resolve_pronoun_subjects(facts[start:end]))
+            start = end
+    return resolved
+
+
+def _read_facts(units: Sequence[Span], facts: List[Optional[UnitFacts]], indices: Iterable[int]) -> None:
+    """Fill `facts[i]` for `indices`: from the Doc's own parse, else by parsing the unit's text."""
     to_parse = []
-    for i, unit in enumerate(units):
-        doc = unit.doc
-        if doc.has_annotation("DEP") and doc.has_annotation("ENT_IOB") and doc.has_annotation("LEMMA"):
-            facts[i] = unit_facts(unit)
+    # `Doc.has_annotation` scans the whole Doc: ask once per Doc, not once per unit.
+    parsed: Dict[int, bool] = {}
+    for i in indices:
+        doc = units[i].doc
+        if id(doc) not in parsed:
+            parsed[id(doc)] = (
+                doc.has_annotation("DEP") and doc.has_annotation("ENT_IOB") and doc.has_annotation("LEMMA")
+            )
+        if parsed[id(doc)]:
+            facts[i] = unit_facts(units[i])
         else:
             to_parse.append(i)
     if to_parse:
         for i, f in zip(to_parse, facts_of_texts([units[i].text.strip() for i in to_parse])):
             facts[i] = f
-    resolved: List[UnitFacts] = []
-    start = 0
-    for end in range(1, len(units) + 1):
-        if end == len(units) or units[end].doc is not units[start].doc:
-            resolved.extend(resolve_pronoun_subjects(facts[start:end]))  # type: ignore[arg-type]
-            start = end
-    return resolved
 
 
 def combine(

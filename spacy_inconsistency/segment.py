@@ -97,7 +97,7 @@ STOP_CONTROL_RE = re.compile(
 )
 
 
-def split_stop_controls(doc: Doc) -> int:
+def split_stop_controls(doc: Doc, text: Optional[str] = None) -> int:
     """Split tokens where control characters follow a full stop, in place.
 
     "2015.\\x00Zully" is one token (the tokenizer does not split at a control
@@ -107,9 +107,11 @@ def split_stop_controls(doc: Doc) -> int:
     in a parsed Doc the new tokens attach to the first one.
 
     doc (Doc): The Doc.
+    text (Optional[str]): `doc.text`, where the caller has it already.
     RETURNS (int): The number of tokens split.
     """
-    text = doc.text
+    if text is None:
+        text = doc.text
     if CONTROL_RE.search(text) is None:
         return 0
     starts = doc.to_array("IDX").astype(numpy.int64)
@@ -239,9 +241,10 @@ class Segmenter:
         RETURNS (Tuple[List[Span], List[int]]): The unit spans (speaker as
             label) and the token indices where sentences start.
         """
-        split_stop_controls(doc)
         # `Doc.text` joins every token anew: read it once, not once per line.
+        # Splitting tokens leaves the text as it is.
         text = doc.text
+        split_stop_controls(doc, text)
         lines = self._lines(doc)
         use_turns = False
         if self.dialogue:
