@@ -33,7 +33,13 @@ def build_pipeline(model: str, settings: Dict[str, Any]):
 
     nlp = spacy.blank("en")
     config: Dict[str, Any] = {"model": {"model": model}}
-    config.update(settings)
+    for key, value in settings.items():
+        # "model.dtype=bfloat16" sets a value inside the model's block.
+        *parents, last = key.split(".")
+        target = config
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[last] = value
     nlp.add_pipe("inconsistency_detector", config=config)
     return nlp
 
@@ -120,7 +126,7 @@ def main(
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the suite files."),
     split: str = typer.Option("test", help="'test' (test_*.jsonl), 'dev' (dev_*.jsonl) or a glob."),
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
-    set_: List[str] = typer.Option([], "--set", help="Detector setting, e.g. --set aggregation=max (JSON values)."),
+    set_: List[str] = typer.Option([], "--set", help="Detector setting, e.g. --set aggregation=max or --set model.dtype=bfloat16 (JSON values)."),
     output: Optional[Path] = typer.Option(None, help="Write figures (and settings) as JSON here."),
     details: Optional[Path] = typer.Option(None, help="Write one JSON line per document here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
@@ -135,7 +141,8 @@ def main(
     outcomes, per_doc = run_suite(nlp, records, progress=progress)
     metrics = behaviour_metrics(outcomes)
     detector = nlp.get_pipe("inconsistency_detector")
-    metrics["settings"] = {"model": model, "split": pattern, "records": len(records), **{k: v for k, v in detector.cfg.items()}}
+    metrics["settings"] = {"model": model, "split": pattern, "records": len(records), "set": settings,
+                           **{k: v for k, v in detector.cfg.items()}}
     typer.echo(markdown_table(metrics))
     a = metrics["all"]
     typer.echo(

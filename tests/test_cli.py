@@ -142,3 +142,20 @@ def test_candidate_config_builds_the_union():
     assert set(union["*"]) == {"neighbours", "hubs"}
     resolved = registry.resolve(Config({"c": union}))["c"]
     assert [type(s).__name__ for s in resolved.strategies] == ["EmbeddingNeighbours", "ContradictionHubs"]
+
+
+def test_detect_dtype_option_reaches_the_backend(tiny_nli, tmp_path):
+    data = tmp_path / "in.txt"
+    data.write_text("The vote passed. The vote failed.", encoding="utf-8")
+    scores = {}
+    for dtype in ("float32", "bfloat16"):
+        out = tmp_path / f"{dtype}.jsonl"
+        result = runner.invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
+                                     "--threshold", "0", "--no-progress", "--dtype", dtype])
+        assert result.exit_code == 0, result.output
+        scores[dtype] = read_jsonl(out)[0]["inconsistency_score"]
+    assert abs(scores["float32"] - scores["bfloat16"]) < 0.03
+    from spacy_inconsistency.cli import build_pipeline
+
+    nlp = build_pipeline(model=tiny_nli, device="cpu", dtype="bfloat16")
+    assert nlp.get_pipe("inconsistency_detector").pairwise.model.dtype_name == "bfloat16"
