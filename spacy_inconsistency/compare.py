@@ -154,7 +154,7 @@ def find_contradictions(
     learned = pipe.aggregation == LEARNED and pipe.cfg["alignment"]
     scores = score_pairs(
         pipe.model, texts, pairs, probed=probed, aggregation=pipe.aggregation, threshold=cut,
-        chunk_size=chunk_size, pair_scorer=pipe.pair_scorer, facts=unit_alignment(units) if learned else None,
+        chunk_size=chunk_size, pair_scorer=pipe.pair_scorer, facts=unit_alignment(units, pairs) if learned else None,
     )
     logger.info("scored %d of %d unit pairs", len(pairs), len(units) * (len(units) - 1) // 2)
     keep_idx = numpy.flatnonzero(scores.score >= cut)

@@ -123,3 +123,23 @@ def test_pronoun_subjects_take_a_recent_explicit_subject():
     assert resolved[4].subject == {"debate"}
     assert resolved[6].subject == frozenset()  # no explicit subject in the 3 units before
     assert features(resolved[0], resolved[2])["subject_same"] == 1.0
+
+
+def test_unit_alignment_of_paired_units_only_matches_reading_all():
+    import numpy
+
+    text = ("Senator Ruth Calloway did not vote on the bill. The debate lasted hours. "
+            "The weather was cold. She voted against it. The mayor toured the plant.")
+    doc = spacy.blank("en")(text)
+    units = [doc[s.start:s.end] for s in load_parser()(text).sents]
+    units = [doc.char_span(u.start_char, u.end_char) for u in units]
+    assert len(units) == 5
+    every = unit_alignment(units)
+    # Pairs without a pronoun subject: only their units are read.
+    some = unit_alignment(units, numpy.array([[2, 4]]))
+    assert [f is None for f in some] == [True, True, False, True, False]
+    assert some[2] == every[2] and some[4] == every[4]
+    # "She" (unit 3) takes its subject from unit 0, which is in no pair but is read as a lender.
+    some = unit_alignment(units, numpy.array([[3, 4]]))
+    assert some[3] == every[3] and some[4] == every[4]
+    assert some[3].subject == {"ruth", "calloway", "senator"}

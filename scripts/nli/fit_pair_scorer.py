@@ -117,7 +117,7 @@ class DetectorPairs:
         if not len(pairs):
             return units, pairs, None, None, None
         forward, backward = nli_probabilities(self.model, [u.text.strip() for u in units], pairs)
-        return units, pairs, forward, backward, pair_feature_matrix(unit_alignment(units), pairs.tolist())
+        return units, pairs, forward, backward, pair_feature_matrix(unit_alignment(units, pairs), pairs.tolist())
 
 
 def suite_pairs(records, model, *, max_all_pairs: int):

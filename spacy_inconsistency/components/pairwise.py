@@ -1,4 +1,6 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
+import logging
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -47,6 +49,10 @@ truncation = "warn"
 local_files_only = false
 """
 DEFAULT_NLI_MODEL = Config().from_str(DEFAULT_NLI_MODEL_CONFIG)["model"]
+logger = logging.getLogger("spacy_inconsistency.pairwise")
+logger.addHandler(logging.NullHandler())
+# Docs with at least this many units get a progress line in the log.
+LONG_DOC_UNITS = 1000
 # Defaults shared by `contradiction_detector` and `inconsistency_detector`.
 DEFAULT_SETTINGS: Dict[str, Any] = {
     "window": 4,
@@ -222,7 +228,13 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 texts.append((unit_texts[i], unit_texts[j]))
                 texts.append((unit_texts[j], unit_texts[i]))
             per_doc.append((units, pairs, known, forward, backward))
+            if len(units) >= LONG_DOC_UNITS:
+                logger.info("%s: a Doc of %d units, %d candidate pairs (%d already scored)",
+                            self.name, len(units), len(pairs), int(known.sum()))
+        start = time.perf_counter()
         probs = stack_probabilities(self.model.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
+        if any(len(units) >= LONG_DOC_UNITS for units, *_ in per_doc):
+            logger.info("%s: scored %d NLI inputs in %.0f s", self.name, len(texts), time.perf_counter() - start)
         out = []
         offset = 0
         learned = self._aggregation == LEARNED
@@ -231,7 +243,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
             scores = probs[offset : offset + 2 * k]
             offset += 2 * k
             forward[~known], backward[~known] = scores[0::2], scores[1::2]
-            facts = unit_alignment(units) if learned and self.cfg["alignment"] and len(pairs) else None
+            # Only the paired units are parsed: a long Doc's budget touches few of them.
+            facts = unit_alignment(units, pairs) if learned and self.cfg["alignment"] and len(pairs) else None
             score = combine(
                 forward, backward, pairs, aggregation=self._aggregation,
                 pair_scorer=self._pair_scorer, facts=facts,
