@@ -87,6 +87,19 @@ def _shape(value):
     return value
 
 
+def _by_units(records):
+    """Findings in unit order: near-equal scores may swap places when the model sees
+    the pairs in other batches (the tiny random model at threshold 0 ties often)."""
+    out = []
+    for record in records:
+        record = dict(record)
+        if record.get("inconsistencies"):
+            record["inconsistencies"] = sorted(
+                record["inconsistencies"], key=lambda f: [u["start_char"] for u in f["units"]])
+        out.append(record)
+    return out
+
+
 def _floats(value):
     if isinstance(value, float):
         yield value
@@ -134,6 +147,7 @@ def test_every_record_once_in_order_as_detect_writes_it(full_run, corpus, settin
     expected = [json.loads(line) for line in plain.read_text(encoding="utf-8").splitlines()]
     # The same findings; scores agree to float rounding (the NLI model sees the pairs in
     # other batches, and padding changes the last bits).
+    records, expected = _by_units(records), _by_units(expected)
     assert _shape(records) == _shape(expected)
     assert _max_score_gap(records, expected) < 1e-5
     n_errors = sum("error" in r for r in expected)
