@@ -3,6 +3,7 @@ import errno
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
@@ -137,6 +138,24 @@ def write_error(err: OSError, path: Optional[Path], written: int) -> str:
     target = str(path) if path is not None else "stdout"
     reason = "the disk is full" if err.errno == errno.ENOSPC else (err.strerror or str(err))
     return f"error: writing {target} failed: {reason} ({written} records were written before)"
+
+
+@contextmanager
+def command_errors(inputs: List[Path], output: Optional[Path], counts: Dict[str, int]) -> Iterator[None]:
+    """Turn a bad path (exit 2) or a failed write (exit 1) into one line on stderr.
+
+    An error reading an input is not a write error and is raised as it is.
+    """
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None and Path(err.filename) in (Path(p) for p in inputs):
+            raise
+        typer.echo(write_error(err, output, counts["written"]), err=True)
+        raise typer.Exit(1) from None
+    except PathError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _result(record: InputRecord, doc: Any) -> Dict[str, Any]:
@@ -367,19 +386,11 @@ def detect_cli(
         typer.echo("error: --output-dir is for --engine ray; use --output with the local engine", err=True)
         raise typer.Exit(2)
     counts: Dict[str, int] = {"written": 0}
-    try:
+    with command_errors(inputs, output, counts):
         counts = detect(
             inputs, output=output, text_field=text_field, batch_size=batch_size,
             n_process=n_process, progress=progress, html=html, counts=counts, **pipeline_settings,
         )
-    except OSError as err:
-        if err.filename is not None and Path(err.filename) in (Path(p) for p in inputs):
-            raise
-        typer.echo(write_error(err, output, counts["written"]), err=True)
-        raise typer.Exit(1) from None
-    except PathError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(
         f"{counts['documents']} documents, {counts['inconsistent']} with inconsistencies, "
         f"{counts['errors']} unreadable",
@@ -460,20 +471,12 @@ def across_cli(
     """
     strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
     counts: Dict[str, int] = {"written": 0}
-    try:
+    with command_errors(inputs, output, counts):
         counts = across(
             inputs, output=output, html=html, text_field=text_field, source_field=source_field,
             within_docs=within_docs, lang=lang, model=model, device=device, threshold=threshold,
             max_chars=max_chars, candidates=strategy, counts=counts,
         )
-    except OSError as err:
-        if err.filename is not None and Path(err.filename) in (Path(p) for p in inputs):
-            raise
-        typer.echo(write_error(err, output, counts["written"]), err=True)
-        raise typer.Exit(1) from None
-    except PathError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
     typer.echo(f"{counts['documents']} records, {counts['findings']} contradictions, {counts['errors']} unreadable",
                err=True)
 
