@@ -211,6 +211,8 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--checkpoint-minutes", type=float, default=10, help="save a resumable checkpoint this often (0 = never)")
     ap.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint if it exists")
+    ap.add_argument("--fit-to-time", action="store_true",
+                    help="after 50 steps, shorten the schedule so it ends (lr at 0) inside --max-minutes")
     args = ap.parse_args(argv)
 
     t_start = time.time()
@@ -225,6 +227,7 @@ def main(argv=None):
         args.base, num_labels=3, ignore_mismatched_sizes=True,
         id2label={i: l for i, l in enumerate(LABELS)}, label2id=dict(LABEL2ID),
     )
+    model.float()  # newer transformers load a checkpoint's own dtype (fp16 for the shipped model)
     model.config.problem_type = "single_label_classification"
     device = torch.device(args.device)
     model.to(device)
@@ -274,6 +277,7 @@ def main(argv=None):
     if args.max_steps:
         total_steps = min(total_steps, args.max_steps)
     warmup = int(total_steps * args.warmup)
+    plan = {"total": total_steps, "warmup": warmup}
     no_decay = ("bias", "LayerNorm.weight")
     params = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
@@ -283,8 +287,8 @@ def main(argv=None):
     ]
     opt = torch.optim.AdamW(params, lr=args.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / max(1, warmup) if s < warmup
-        else max(0.0, (total_steps - s) / max(1, total_steps - warmup)))
+        opt, lambda s: (s + 1) / max(1, plan["warmup"]) if s < plan["warmup"]
+        else max(0.0, (plan["total"] - s) / max(1, plan["total"] - plan["warmup"])))
     log(f"steps/epoch {steps_per_epoch}, total steps {total_steps}, warmup {warmup}")
 
     rng = random.Random(args.seed)
@@ -337,6 +341,16 @@ def main(argv=None):
             opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
             step += 1; seen += len(idx)
             run_loss += float(loss.detach()) * len(idx); run_n += len(idx)
+            if args.fit_to_time and step == step_start + 50:
+                t_fit = time.time()  # the first steps are slow (allocator, kernel choice): time the next 100
+            if args.fit_to_time and args.max_minutes and step == step_start + 150:
+                rate = 100 / (time.time() - t_fit)
+                left = args.max_minutes * 60 * 0.95 - (time.time() - t_start) - 60  # final eval and save
+                fit = step + max(1, int(rate * left))
+                if fit < total_steps:
+                    total_steps = plan["total"] = fit
+                    plan["warmup"] = min(plan["warmup"], int(fit * args.warmup))
+                    log(f"--fit-to-time: {rate:.1f} steps/s, schedule shortened to {fit} steps")
             if step % args.log_every == 0 or step == total_steps:
                 now = time.time()
                 eps = (seen - seen_log) / (now - t_log)

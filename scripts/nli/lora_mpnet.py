@@ -1,0 +1,643 @@
+#!/usr/bin/env python
+"""Capacity route of issue 13: all-mpnet-base-v2 (110M) as an NLI cross-encoder, trained as
+LoRA adapters on a GPU machine that can receive only ~64 MiB, merged back here.
+
+Three steps:
+
+    python scripts/nli/lora_mpnet.py pack  --output .device/mpnet      # here (needs assets/mpnet)
+    python3 lora_mpnet.py train --pack .device/mpnet --output $OUT    # on the GPU machine
+    python scripts/nli/lora_mpnet.py merge --adapter ADAPTER_DIR --output training/nli-mpnet-lora
+
+``pack`` tokenizes the training mix of the shipped model (train.jsonl + the skills files +
+containment rows, every contradiction both ways), held-out rows and the behavioural suite's
+pairs with the mpnet tokenizer, keeps only the vocabulary rows those tokens use, and stores the
+encoder's weights as 4-bit groups of 64 (symmetric absmax, per row, so a row's values do not
+depend on which other rows are kept). ``train`` needs only torch, numpy and transformers: it
+rebuilds the encoder from the dequantized weights, freezes it and trains rank-r LoRA adapters
+on every attention and feed-forward projection plus the classification head (QLoRA, Dettmers
+et al. 2023, with plain int4 instead of NF4), then evaluates held-out accuracy per source and
+the behavioural pairs (contradiction pair vs. its matched control pair). ``merge`` rebuilds
+the same dequantized weights from the full model here, adds the adapters (W + B A alpha/r) and
+saves an ordinary Hugging Face model directory the detector loads with
+``config={"model": {"path": ...}}``.
+
+``train`` imports nothing from this project (the GPU machine has no spaCy); ``pack`` and
+``merge`` run in the project's environment.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import typer
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+GROUP = 64
+LORA_TARGETS = ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
+                "intermediate.dense", "output.dense")
+LABELS = ["entailment", "neutral", "contradiction"]
+SKILL_FILES = ["docpairs_train", "unrelated_train", "antonym_train", "curriculum_train", "cad_train",
+               "edit_train"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- 4-bit groups ---------------------------------------------------------------------------
+
+def quantize(w: np.ndarray):
+    """int4 symmetric absmax per group of GROUP values along each row; two values per byte."""
+    rows, cols = w.shape
+    assert cols % GROUP == 0, (w.shape, GROUP)
+    g = w.astype(np.float32).reshape(rows, cols // GROUP, GROUP)
+    scale = (np.abs(g).max(axis=-1, keepdims=True) / 7.0).astype(np.float16)
+    safe = np.where(scale == 0, np.float16(1), scale).astype(np.float32)
+    q = np.clip(np.rint(g / safe), -8, 7).astype(np.int8) + 8  # 0..15
+    q = q.reshape(rows, cols)
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+    return packed, scale.reshape(rows, cols // GROUP)
+
+
+def dequantize(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    rows, half = packed.shape
+    q = np.empty((rows, half * 2), dtype=np.int8)
+    q[:, 0::2] = (packed & 0x0F).astype(np.int8) - 8
+    q[:, 1::2] = (packed >> 4).astype(np.int8) - 8
+    g = q.reshape(rows, -1, GROUP).astype(np.float32) * scale.astype(np.float32)[..., None]
+    return g.reshape(rows, half * 2)
+
+
+def is_quantized(name: str, shape) -> bool:
+    return len(shape) == 2 and shape[1] % GROUP == 0 and (
+        name.endswith("word_embeddings.weight") or (".layer." in name and name.endswith("dense.weight"))
+        or any(name.endswith(f"attn.{p}.weight") for p in "qkvo"))
+
+
+# --- pack (here) ----------------------------------------------------------------------------
+
+def _rows(path: Path) -> List[dict]:
+    with path.open(encoding="utf8") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def _cap(rows: List[dict], caps: Dict[str, int], seed: int) -> List[dict]:
+    rng = np.random.default_rng(seed)
+    by: Dict[str, List[dict]] = {}
+    for r in rows:
+        by.setdefault(r["source"], []).append(r)
+    out = []
+    for src, rs in sorted(by.items()):
+        cap = caps.get(src, caps.get("*", 0))
+        if cap and len(rs) > cap:
+            rs = [rs[i] for i in sorted(rng.choice(len(rs), cap, replace=False))]
+        out.extend(rs)
+    return out
+
+
+def _encode(tokenizer, pairs, max_length):
+    enc = tokenizer([p for p, _ in pairs], [h for _, h in pairs], truncation="longest_first",
+                    max_length=max_length)
+    return enc["input_ids"]
+
+
+def _flat(ids: List[List[int]]):
+    lengths = np.array([len(x) for x in ids], dtype=np.int32)
+    return np.concatenate([np.array(x, dtype=np.int32) for x in ids]), lengths
+
+
+@app.command()
+def pack(
+    output: Path = typer.Option(ROOT / ".device" / "mpnet"),
+    base: Path = typer.Option(ROOT / "assets" / "mpnet" / "all-mpnet-base-v2"),
+    nli_dir: Path = typer.Option(ROOT / "assets" / "nli"),
+    behaviour_dir: Path = typer.Option(ROOT / "tests" / "behaviour"),
+    max_length: int = typer.Option(128),
+    containment_max_length: int = typer.Option(256),
+    containment_rows: int = typer.Option(6000, help="Containment rows kept (long premises cost most bytes)."),
+    big_source_cap: int = typer.Option(10000, help="Cap for snli and taxinli."),
+    heldout_per_source: int = typer.Option(300),
+    seed: int = typer.Option(0),
+    score_pairs: Optional[Path] = typer.Option(None, help="JSON list of [premise, hypothesis] (or a fit_pair_scorer "
+                                                         "cache) the trained model should also score."),
+    score_max_length: int = typer.Option(512),
+) -> None:
+    """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
+    sys.path.insert(0, str(HERE))
+    from train_nli import add_reverse_contradictions, make_targets  # noqa: E402
+    from safetensors.numpy import load_file
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    train = _rows(nli_dir / "train.jsonl")
+    for name in SKILL_FILES:
+        train += _rows(nli_dir / f"{name}.jsonl")
+    train = _cap(train, {"snli": big_source_cap, "taxinli": big_source_cap}, seed)
+    train, n_rev = add_reverse_contradictions(train)
+    cont = _cap(_rows(nli_dir / "containment_train.jsonl"), {"*": containment_rows // 2}, seed)
+    log(f"{len(train)} rows ({n_rev} reversed contradictions) + {len(cont)} containment rows")
+    heldout = []
+    for name in ["heldout", "curriculum_heldout", "edit_heldout", "containment_heldout"]:
+        heldout += _cap(_rows(nli_dir / f"{name}.jsonl"), {"*": heldout_per_source}, seed)
+    binary = sorted({r["source"] for r in train + cont + heldout if r["label"] == "not_entailment"})
+
+    arrays = {}
+    all_ids = []
+    for split, rows in [("train", train + cont), ("heldout", heldout)]:
+        # Containment rows have multi-sentence premises: the longer limit keeps the hypothesis in.
+        ids = [_encode(tokenizer, [(r["premise"], r["hypothesis"])],
+                       containment_max_length if r["source"].startswith("containment") else max_length)[0]
+               for r in rows]
+        y3, yb, yc = make_targets(rows, set(binary))
+        flat, lengths = _flat(ids)
+        all_ids.append(flat)
+        sources = sorted({r["source"] for r in rows})
+        arrays.update({f"{split}_ids": flat, f"{split}_len": lengths,
+                       f"{split}_y": np.array([y3, yb, yc], dtype=np.int8).T,
+                       f"{split}_src": np.array([sources.index(r["source"]) for r in rows], dtype=np.int16)})
+        arrays[f"{split}_sources"] = np.array(sources)
+    items, pairs = [], []
+    for path in sorted(behaviour_dir.glob("*.jsonl")):
+        split = path.name.split("_")[0]
+        for rec in _rows(path):
+            a, b = rec["contradiction"]["pair"]
+            c, d = rec["control"]["pair"]
+            items.append({"id": rec["id"], "capability": rec["capability"], "split": split})
+            pairs += [(a, b), (b, a), (c, d), (d, c)]
+    flat, lengths = _flat(_encode(tokenizer, pairs, max_length))
+    all_ids.append(flat)
+    arrays.update({"behaviour_ids": flat, "behaviour_len": lengths})
+
+    if score_pairs is not None:
+        raw = json.loads(score_pairs.read_text(encoding="utf8"))
+        todo = [tuple(x[0]) if isinstance(x[0], list) else tuple(x) for x in raw]
+        flat, lengths = _flat(_encode(tokenizer, todo, score_max_length))
+        all_ids.append(flat)
+        arrays.update({"score_ids": flat, "score_len": lengths})
+        (output.parent / f"{output.name}-score-pairs.json").write_text(json.dumps(todo))
+        log(f"{len(todo)} pairs to score")
+    vocab = np.unique(np.concatenate(all_ids + [np.arange(4, dtype=np.int32)]))
+    remap = np.full(tokenizer.vocab_size + 1000, -1, dtype=np.int32)
+    remap[vocab] = np.arange(len(vocab), dtype=np.int32)
+    assert remap[tokenizer.pad_token_id] == tokenizer.pad_token_id  # MPNet positions key on pad id 1
+    for key in [k for k in arrays if k.endswith("_ids")]:
+        arrays[key] = remap[arrays[key]].astype(np.uint16)
+    output.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(output / "data.npz", **arrays)
+
+    weights = load_file(str(base / "model.safetensors"))
+    packed = {}
+    for name, w in weights.items():
+        if name.startswith("pooler.") or name.endswith("position_ids"):
+            continue
+        if name.endswith("word_embeddings.weight"):
+            w = w[vocab]
+        if is_quantized(name, w.shape):
+            packed[f"{name}::q"], packed[f"{name}::s"] = quantize(w)
+        else:
+            packed[name] = w.astype(np.float16)
+    np.savez(output / "weights.npz", **packed)
+    config = json.loads((base / "config.json").read_text())
+    config.update({"vocab_size": int(len(vocab)), "num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
+                   "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
+    (output / "config.json").write_text(json.dumps(config, indent=1))
+    (output / "meta.json").write_text(json.dumps({"items": items, "binary_sources": binary, "group": GROUP,
+                                                  "vocab_rows": int(len(vocab)), "max_length": max_length}))
+    sizes = {p.name: round(p.stat().st_size / 2**20, 2) for p in output.iterdir()}
+    log(f"vocab rows kept {len(vocab)}; files (MiB) {sizes}")
+
+
+# --- train (GPU machine) --------------------------------------------------------------------
+
+def _build(pack_dir: Path, rank: int, alpha: float):
+    import torch
+    from transformers import MPNetConfig, MPNetForSequenceClassification
+
+    config = MPNetConfig(**json.loads((pack_dir / "config.json").read_text()))
+    model = MPNetForSequenceClassification(config)
+    z = np.load(pack_dir / "weights.npz")
+    state = {}
+    for key in z.files:
+        if key.endswith("::s"):
+            continue
+        if key.endswith("::q"):
+            name = key[:-3]
+            state["mpnet." + name] = torch.from_numpy(dequantize(z[key], z[name + "::s"]))
+        else:
+            state["mpnet." + key] = torch.from_numpy(z[key].astype(np.float32))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected, unexpected
+    assert all(m.startswith("classifier.") for m in missing), missing
+    for p in model.parameters():
+        p.requires_grad_(False)
+    lora = add_lora(model, rank, alpha)
+    for p in model.classifier.parameters():
+        p.requires_grad_(True)
+    return model, lora
+
+
+def add_lora(model, rank: int, alpha: float):
+    """Wrap every targeted nn.Linear in the encoder with a LoRA branch; returns name -> module."""
+    import torch
+    from torch import nn
+
+    class LoRALinear(nn.Module):
+        def __init__(self, base: nn.Linear):
+            super().__init__()
+            self.base = base
+            self.A = nn.Parameter(torch.randn(rank, base.in_features) / math.sqrt(base.in_features))
+            self.B = nn.Parameter(torch.zeros(base.out_features, rank))
+            self.scale = alpha / rank
+
+        def forward(self, x):
+            return self.base(x) + (x @ self.A.t() @ self.B.t()) * self.scale
+
+    wrapped = {}
+    for name, module in list(model.named_modules()):
+        if any(name.endswith(t) for t in LORA_TARGETS) and isinstance(module, nn.Linear):
+            parent_name, _, attr = name.rpartition(".")
+            lora = LoRALinear(module)
+            setattr(model.get_submodule(parent_name), attr, lora)
+            wrapped[name] = lora
+    return wrapped
+
+
+def _batches(lengths: np.ndarray, batch_tokens: int, rng, mega: int = 64):
+    """Length-bucketed batches of about batch_tokens padded tokens each."""
+    order = rng.permutation(len(lengths))
+    out = []
+    chunk = 64 * mega
+    for s in range(0, len(order), chunk):
+        part = order[s:s + chunk]
+        part = part[np.argsort(lengths[part], kind="stable")]
+        i = 0
+        while i < len(part):
+            j = i + 1
+            while j < len(part) and (j - i + 1) * lengths[part[j]] <= batch_tokens:
+                j += 1
+            out.append(part[i:j])
+            i = j
+    rng.shuffle(out)
+    return out
+
+
+def _tensors(idx, ids, offsets, lengths, device):
+    import torch
+
+    L = int(lengths[idx].max())
+    a = np.ones((len(idx), L), dtype=np.int64)  # pad id 1
+    m = np.zeros((len(idx), L), dtype=np.int64)
+    for j, i in enumerate(idx):
+        k = lengths[i]
+        a[j, :k] = ids[offsets[i]:offsets[i] + k]
+        m[j, :k] = 1
+    return torch.from_numpy(a).to(device, non_blocking=True), torch.from_numpy(m).to(device, non_blocking=True)
+
+
+def _loss(logits, y):
+    import torch
+    import torch.nn.functional as F
+
+    lp = F.log_softmax(logits.float(), dim=-1)
+    y3, yb, yc = y[:, 0], y[:, 1], y[:, 2]
+    total = logits.new_zeros((), dtype=torch.float32)
+    m = y3 >= 0
+    if m.any():
+        total = total + F.nll_loss(lp[m], y3[m], reduction="sum")
+    m = yb >= 0
+    if m.any():
+        t = yb[m].float()
+        total = total - (t * lp[m, 0] + (1 - t) * torch.logsumexp(lp[m, 1:], -1)).sum()
+    m = yc >= 0
+    if m.any():
+        t = yc[m].float()
+        total = total - (t * lp[m, 2] + (1 - t) * torch.logsumexp(lp[m, :2], -1)).sum()
+    return total / logits.shape[0]
+
+
+def _probs(model, ids, lengths, device, batch_tokens=32768, bf16=True):
+    import torch
+
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    out = np.zeros((len(lengths), 3), dtype=np.float32)
+    order = np.argsort(lengths)
+    model.eval()
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16 and device == "cuda"):
+        i = 0
+        while i < len(order):
+            n = max(1, min(512, batch_tokens // int(lengths[order[min(i + 511, len(order) - 1)]])))
+            idx = order[i:i + n]
+            a, m = _tensors(idx, ids, offsets, lengths, device)
+            out[idx] = torch.softmax(model(input_ids=a, attention_mask=m).logits.float(), -1).cpu().numpy()
+            i += n
+    model.train()
+    return out
+
+
+def _auc(pos, neg) -> float:
+    pos, neg = np.asarray(pos), np.asarray(neg)
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(wins / (len(pos) * len(neg)))
+
+
+def _head(ids, lengths, n):
+    """The first n sequences of a flat id array (for smoke runs)."""
+    return ids[:int(lengths[:n].sum())], lengths[:n]
+
+
+def evaluate(model, data, meta, device, limit: int = 0) -> dict:
+    res = {}
+    n = limit or len(data["heldout_len"])
+    p = _probs(model, *_head(data["heldout_ids"], data["heldout_len"], n), device)
+    y, src, names = data["heldout_y"][:n], data["heldout_src"][:n], list(data["heldout_sources"])
+    pred = p.argmax(-1)
+    acc = {}
+    for k, name in enumerate(names):
+        m = src == k
+        if not m.any():
+            continue
+        ok = np.where(y[m, 0] >= 0, pred[m] == y[m, 0],
+                      np.where(y[m, 2] >= 0, (pred[m] == 2) == (y[m, 2] == 1), (pred[m] == 0) == (y[m, 1] == 1)))
+        acc[name] = round(float(ok.mean()), 4)
+    res["heldout_accuracy"] = acc
+    items = meta["items"][:limit] if limit else meta["items"]
+    ids, lengths = _head(data["behaviour_ids"], data["behaviour_len"], 4 * len(items))
+    res["behaviour"] = behaviour_figures(_probs(model, ids, lengths, device)[:, 2], items)
+    return res
+
+
+def behaviour_figures(p_contra: np.ndarray, items: List[dict]) -> dict:
+    """Pair-level figures on the suite: score = mean of both directions' P(contradiction)."""
+    p = p_contra.reshape(-1, 4)
+    contra, control = (p[:, 0] + p[:, 1]) / 2, (p[:, 2] + p[:, 3]) / 2
+    asym = np.abs(p[:, 0] - p[:, 1])
+    out = {}
+    for split in sorted({it["split"] for it in items}):
+        m = np.array([it["split"] == split for it in items])
+        out[split] = {"n": int(m.sum()), "pair_auc": round(_auc(contra[m], control[m]), 4),
+                      "matched_win": round(float(((contra[m] > control[m]) + 0.5 * (contra[m] == control[m])).mean()), 4),
+                      "recall@0.5": round(float((contra[m] >= 0.5).mean()), 4),
+                      "control_fa@0.5": round(float((control[m] >= 0.5).mean()), 4),
+                      "median_asym": round(float(np.median(asym[m])), 4)}
+        caps = {}
+        for cap in sorted({it["capability"] for it in items}):
+            mc = m & np.array([it["capability"] == cap for it in items])
+            caps[cap] = round(float(((contra[mc] > control[mc]) + 0.5 * (contra[mc] == control[mc])).mean()), 3)
+        out[split]["matched_win_by_capability"] = caps
+    out["scores"] = [[round(float(x), 4) for x in row] for row in p]
+    return out
+
+
+def bench(model, data, device, n_pairs: int = 20000) -> dict:
+    """Inference pairs/s on the suite's sentence pairs (repeated): this mpnet and the MiniLM-L6
+    architecture of the shipped model (random weights: speed does not depend on them)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    lengths = np.resize(data["behaviour_len"], n_pairs)
+    offsets = np.concatenate([[0], np.cumsum(data["behaviour_len"])[:-1]])
+    reps = np.resize(np.arange(len(data["behaviour_len"])), n_pairs)
+    ids = np.concatenate([data["behaviour_ids"][offsets[i]:offsets[i] + data["behaviour_len"][i]] for i in reps])
+    minilm = BertForSequenceClassification(BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6,
+                                                      num_attention_heads=12, intermediate_size=1536,
+                                                      num_labels=3)).to(device)
+    out = {"pairs": n_pairs, "mean_tokens": round(float(lengths.mean()), 1)}
+    for name, m in [("mpnet", model), ("minilm_l6", minilm)]:
+        for bf16 in (True, False):
+            _probs(m, ids, lengths, device, bf16=bf16)  # warm-up
+            if device == "cuda":
+                torch.cuda.synchronize()
+            t = time.time()
+            _probs(m, ids, lengths, device, bf16=bf16)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            out[f"{name}_{'bf16' if bf16 else 'fp32'}_pairs_per_s"] = round(n_pairs / (time.time() - t))
+    return out
+
+
+def adapter_tensors(model, lora) -> dict:
+    """What `merge` needs: each LoRA pair named as in the base model's own weights, and the head."""
+    tensors = {}
+    for name, mod in lora.items():
+        name = name[len("mpnet."):]
+        tensors[f"{name}.lora_A"] = mod.A.detach().float().cpu().contiguous()
+        tensors[f"{name}.lora_B"] = mod.B.detach().float().cpu().contiguous()
+    for name, p in model.classifier.named_parameters():
+        tensors[f"classifier.{name}"] = p.detach().float().cpu().contiguous()
+    return tensors
+
+
+@app.command()
+def train(
+    pack_dir: Path = typer.Option(Path(".device/mpnet"), "--pack"),
+    output: Path = typer.Option(Path("out")),
+    rank: int = typer.Option(16),
+    alpha: float = typer.Option(32.0),
+    lr: float = typer.Option(3e-4),
+    batch_tokens: int = typer.Option(4096, help="Padded tokens per batch."),
+    max_minutes: float = typer.Option(5.0, help="Training wall clock; the lr decays linearly over it."),
+    warmup: float = typer.Option(0.03),
+    seed: int = typer.Option(0),
+    eval_limit: int = typer.Option(0, help="Evaluate only the first N rows/items (smoke runs); 0 = all."),
+    bench_pairs: int = typer.Option(0, help="Also time inference on this many pairs (0 = no)."),
+) -> None:
+    """Train LoRA adapters + head on the packed data (GPU), evaluate, save to OUTPUT."""
+    import torch
+    from safetensors.torch import save_file
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(seed)
+    t0 = time.time()
+    data = dict(np.load(pack_dir / "data.npz"))
+    meta = json.loads((pack_dir / "meta.json").read_text())
+    model, lora = _build(pack_dir, rank, alpha)
+    model.to(device)
+    log(f"built in {time.time() - t0:.0f}s on {device}; {len(lora)} LoRA modules")
+    before = evaluate(model, data, meta, device, eval_limit)  # base + untrained head: the floor
+    params = [p for p in model.parameters() if p.requires_grad]
+    log(f"trainable {sum(p.numel() for p in params) / 1e6:.2f}M")
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    ids, lengths, y = data["train_ids"], data["train_len"], torch.from_numpy(data["train_y"].astype(np.int64))
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rng = np.random.default_rng(seed)
+    step, seen, epoch, losses = 0, 0, 0, []
+    start = time.time()
+    budget = max_minutes * 60
+    done = False
+    while not done:
+        for idx in _batches(lengths, batch_tokens, rng):
+            frac = (time.time() - start) / budget
+            if frac >= 1:
+                done = True
+                break
+            for g in opt.param_groups:
+                g["lr"] = lr * min(1.0, frac / warmup) * max(0.0, 1 - frac) if warmup else lr * (1 - frac)
+            a, m = _tensors(idx, ids, offsets, lengths, device)
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+                logits = model(input_ids=a, attention_mask=m).logits
+            loss = _loss(logits, y[idx].to(device))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            seen += len(idx)
+            losses.append(loss.detach())
+            if step % 200 == 0:
+                log(f"epoch {epoch} step {step} seen {seen} loss {float(torch.stack(losses[-200:]).mean()):.4f} "
+                    f"{seen / (time.time() - start):.0f} rows/s")
+        epoch += 1
+    train_s = time.time() - start
+    losses = [float(x) for x in losses]
+    after = evaluate(model, data, meta, device, eval_limit)
+    output.mkdir(parents=True, exist_ok=True)
+    save_file(adapter_tensors(model, lora), str(output / "adapter.safetensors"))
+    info = {"rank": rank, "alpha": alpha, "lr": lr, "batch_tokens": batch_tokens, "max_minutes": max_minutes,
+            "steps": step, "rows_seen": seen, "epochs": round(seen / len(lengths), 2), "train_rows": int(len(lengths)),
+            "train_s": round(train_s, 1), "rows_per_s": round(seen / train_s, 1),
+            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
+            "targets": list(LORA_TARGETS), "group": meta["group"]}
+    if "score_ids" in data:
+        scores = _probs(model, data["score_ids"], data["score_len"], device)
+        np.save(output / "scores.npy", scores.astype(np.float16))
+        log(f"scored {len(scores)} pairs")
+    if bench_pairs:
+        info["inference"] = bench(model, data, device, bench_pairs)
+    (output / "adapter_config.json").write_text(json.dumps(info, indent=1))
+    (output / "eval.json").write_text(json.dumps({"before": before, "after": after}))
+    log(json.dumps({**info, "heldout": after["heldout_accuracy"],
+                    "behaviour": {k: v for k, v in after["behaviour"].items() if k != "scores"}}))
+
+
+@app.command("evaluate")
+def evaluate_model(
+    model: str = typer.Option("default", help="A model directory, or 'default' for the shipped model."),
+    nli_dir: Path = typer.Option(ROOT / "assets" / "nli"),
+    behaviour_dir: Path = typer.Option(ROOT / "tests" / "behaviour"),
+    max_length: int = typer.Option(128),
+    containment_max_length: int = typer.Option(256),
+    heldout_per_source: int = typer.Option(300),
+    seed: int = typer.Option(0),
+    output: Optional[Path] = typer.Option(None, help="Write the figures as JSON here."),
+    threads: int = typer.Option(2),
+) -> None:
+    """The figures `train` prints (held-out accuracy per source, behavioural pairs), for any model,
+    on the same rows, here on CPU: the shipped MiniLM and the merged mpnet side by side."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.set_num_threads(threads)
+    if model == "default":
+        model = str(ROOT / "spacy_inconsistency" / "models" / "nli-minilm-l6")
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    net = AutoModelForSequenceClassification.from_pretrained(model).eval()
+    order = [net.config.label2id.get(l, net.config.label2id.get(l.upper())) for l in LABELS]
+    heldout = []
+    for name in ["heldout", "curriculum_heldout", "edit_heldout", "containment_heldout"]:
+        heldout += _cap(_rows(nli_dir / f"{name}.jsonl"), {"*": heldout_per_source}, seed)
+    pairs = [(r["premise"], r["hypothesis"]) for r in heldout]
+    items = []
+    for path in sorted(behaviour_dir.glob("*.jsonl")):
+        for rec in _rows(path):
+            a, b = rec["contradiction"]["pair"]
+            c, d = rec["control"]["pair"]
+            items.append({"id": rec["id"], "capability": rec["capability"], "split": path.name.split("_")[0]})
+            pairs += [(a, b), (b, a), (c, d), (d, c)]
+    limits = [containment_max_length if r["source"].startswith("containment") else max_length for r in heldout]
+    limits += [max_length] * (len(pairs) - len(heldout))
+    probs = np.zeros((len(pairs), 3), dtype=np.float32)
+    idx = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    t0 = time.time()
+    with torch.no_grad():
+        for s in range(0, len(idx), 32):
+            batch = idx[s:s + 32]
+            enc = tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], padding=True,
+                            truncation="longest_first", max_length=max(limits[i] for i in batch), return_tensors="pt")
+            probs[batch] = torch.softmax(net(**enc).logits.float(), -1)[:, order].numpy()
+    log(f"{len(pairs)} pairs in {time.time() - t0:.0f}s")
+    binary = {r["source"] for r in heldout if r["label"] == "not_entailment"}
+    pred = probs[:len(heldout)].argmax(-1)
+    correct: Dict[str, List[bool]] = {}
+    for r, p in zip(heldout, pred):
+        if r["label"] == "not_contradiction":
+            ok = p != 2
+        elif r["source"] in binary:
+            ok = (p == 0) == (r["label"] == "entailment")
+        else:
+            ok = p == LABELS.index(r["label"])
+        correct.setdefault(r["source"], []).append(bool(ok))
+    figures = {"model": model, "heldout_accuracy": {s: round(float(np.mean(v)), 4) for s, v in sorted(correct.items())},
+               "behaviour": behaviour_figures(probs[len(heldout):, 2], items)}
+    if output:
+        output.write_text(json.dumps(figures))
+    print(json.dumps({**figures, "behaviour": {k: v for k, v in figures["behaviour"].items() if k != "scores"}}, indent=1))
+
+
+# --- merge (here) ---------------------------------------------------------------------------
+
+@app.command()
+def merge(
+    adapter: Path = typer.Option(..., help="Folder with adapter.safetensors + adapter_config.json."),
+    output: Path = typer.Option(ROOT / "training" / "nli-mpnet-lora"),
+    base: Path = typer.Option(ROOT / "assets" / "mpnet" / "all-mpnet-base-v2"),
+) -> None:
+    """Dequantized base + LoRA deltas + head -> a Hugging Face model directory."""
+    from safetensors.numpy import load_file
+    from safetensors.torch import load_file as load_torch
+    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+
+    info = json.loads((adapter / "adapter_config.json").read_text())
+    assert info["group"] == GROUP
+    config = json.loads((base / "config.json").read_text())
+    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
+                   "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
+    model = MPNetForSequenceClassification(MPNetConfig(**config))
+    state = merged_state(load_file(str(base / "model.safetensors")), load_torch(str(adapter / "adapter.safetensors")),
+                         info["alpha"] / info["rank"])
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    output.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(output))
+    AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(output))
+    (output / "training_info.json").write_text(json.dumps({**info, "base": str(base), "merged_from": str(adapter)}, indent=1))
+    log(f"merged {sum(1 for k in state if k.endswith('.weight'))} weights into {output}")
+
+
+def merged_state(weights: Dict[str, np.ndarray], lora: dict, scale: float) -> dict:
+    """The weights the GPU machine trained on (4-bit groups dequantized, the rest through fp16),
+    plus B A scale on every adapted projection, plus the head: MPNetForSequenceClassification's
+    state dict."""
+    import torch
+
+    state = {}
+    for name, w in weights.items():
+        if name.startswith("pooler.") or name.endswith("position_ids"):
+            continue
+        if is_quantized(name, w.shape):
+            w = dequantize(*quantize(w))
+        else:
+            w = w.astype(np.float16).astype(np.float32)  # what the GPU machine trained on
+        t = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
+        module = name.rsplit(".", 1)[0]
+        if name.endswith(".weight") and f"{module}.lora_A" in lora:
+            t = t + (lora[f"{module}.lora_B"] @ lora[f"{module}.lora_A"]) * scale
+        state["mpnet." + name] = t
+    n_lora = sum(1 for k in lora if k.endswith("lora_A"))
+    n_used = sum(1 for k in weights if f"{k.rsplit('.', 1)[0]}.lora_A" in lora and k.endswith(".weight"))
+    if n_used != n_lora:
+        raise ValueError(f"{n_lora} LoRA pairs in the adapter, {n_used} of them match the base model's weights")
+    state.update({k: v for k, v in lora.items() if k.startswith("classifier.")})
+    return state
+
+
+if __name__ == "__main__":
+    app()
