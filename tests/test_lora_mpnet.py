@@ -86,3 +86,29 @@ def test_merge_refuses_an_adapter_for_another_model():
              "encoder.layer.7.attention.attn.q.lora_B": torch.zeros(64, 4)}
     with pytest.raises(ValueError, match="1 LoRA pairs"):
         lm.merged_state(base, stray, 1.0)
+
+
+def test_shipped_adapter_fits_all_mpnet_base_v2():
+    """models/nli-mpnet-lora: one LoRA pair per targeted projection of the 12-layer, 768-wide
+    encoder, the 3-way head, and a pair score the detector can load."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from spacy_inconsistency.pair_score import find_pair_scorer
+
+    folder = ROOT / "models" / "nli-mpnet-lora"
+    info = json.loads((folder / "adapter_config.json").read_text())
+    tensors = load_file(str(folder / "adapter.safetensors"))
+    rank = info["rank"]
+    pairs = sorted(k[: -len(".lora_A")] for k in tensors if k.endswith(".lora_A"))
+    assert len(pairs) == 12 * len(lm.LORA_TARGETS)
+    for name in pairs:
+        a, b = tensors[f"{name}.lora_A"], tensors[f"{name}.lora_B"]
+        wide_in = name.endswith("output.dense") and ".attention." not in name
+        wide_out = name.endswith("intermediate.dense")
+        assert a.shape == (rank, 3072 if wide_in else 768) and b.shape == (3072 if wide_out else 768, rank)
+        assert b.abs().max() > 0  # trained: LoRA's B starts at zero
+    assert tensors["classifier.out_proj.weight"].shape == (3, 768)
+    scorer = find_pair_scorer(folder, model_name="nli-mpnet-lora")
+    assert scorer.threshold > 0

@@ -2,11 +2,14 @@
 """Capacity route of issue 13: all-mpnet-base-v2 (110M) as an NLI cross-encoder, trained as
 LoRA adapters on a GPU machine that can receive only ~64 MiB, merged back here.
 
-Three steps:
+Steps (`spacy project run pack-mpnet-lora` / `build-mpnet-lora` wrap the first and the last):
 
-    python scripts/nli/lora_mpnet.py pack  --output .device/mpnet      # here (needs assets/mpnet)
-    python3 lora_mpnet.py train --pack .device/mpnet --output $OUT    # on the GPU machine
-    python scripts/nli/lora_mpnet.py merge --adapter ADAPTER_DIR --output training/nli-mpnet-lora
+    python scripts/nli/lora_mpnet.py pack --output .device/mpnet [--score-pairs FITCACHE]   # here
+    python3 scripts/nli/lora_mpnet.py train --pack .device/mpnet --output OUT                # on the GPU
+    python scripts/nli/lora_mpnet.py scores-to-cache --scores OUT/scores.npy                 # here
+    python scripts/nli/lora_mpnet.py merge --adapter OUT --output training/nli-mpnet-lora    # here
+    python scripts/nli/fit_pair_scorer.py --model training/nli-mpnet-lora \
+        --cache training/nli-mpnet-lora-fitcache.json ...                                      # here
 
 ``pack`` tokenizes the training mix of the shipped model (train.jsonl + the skills files +
 containment rows, every contradiction both ways), held-out rows and the behavioural suite's
@@ -19,7 +22,7 @@ et al. 2023, with plain int4 instead of NF4), then evaluates held-out accuracy p
 the behavioural pairs (contradiction pair vs. its matched control pair). ``merge`` rebuilds
 the same dequantized weights from the full model here, adds the adapters (W + B A alpha/r) and
 saves an ordinary Hugging Face model directory the detector loads with
-``config={"model": {"path": ...}}``.
+``config={"model": {"model": PATH}}``.
 
 ``train`` imports nothing from this project (the GPU machine has no spaCy); ``pack`` and
 ``merge`` run in the project's environment.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -582,6 +586,22 @@ def evaluate_model(
     print(json.dumps({**figures, "behaviour": {k: v for k, v in figures["behaviour"].items() if k != "scores"}}, indent=1))
 
 
+@app.command("scores-to-cache")
+def scores_to_cache(
+    scores: Path = typer.Option(..., help="scores.npy that `train` wrote (rows of P(entailment, neutral, contradiction))."),
+    pairs: Path = typer.Option(ROOT / ".device" / "mpnet-score-pairs.json", help="The pairs `pack --score-pairs` kept."),
+    output: Path = typer.Option(ROOT / "training" / "nli-mpnet-lora-fitcache.json"),
+) -> None:
+    """Turn the GPU machine's scores into the NLI cache of `fit_pair_scorer.py --cache`, so the pair
+    score of the merged model is fitted here without scoring ~100k pairs with mpnet on CPU."""
+    todo = json.loads(pairs.read_text(encoding="utf8"))
+    probs = np.load(scores).astype(np.float32)
+    if len(todo) != len(probs):
+        raise SystemExit(f"{len(todo)} pairs but {len(probs)} score rows: not the same pack")
+    output.write_text(json.dumps([[list(p), [float(x) for x in row]] for p, row in zip(todo, probs)]), encoding="utf8")
+    log(f"{len(todo)} pairs -> {output}")
+
+
 # --- merge (here) ---------------------------------------------------------------------------
 
 @app.command()
@@ -609,6 +629,8 @@ def merge(
     model.save_pretrained(str(output))
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(output))
     (output / "training_info.json").write_text(json.dumps({**info, "base": str(base), "merged_from": str(adapter)}, indent=1))
+    if (adapter / "pair_scorer.json").exists():  # the learned pair score fitted for this model
+        shutil.copy(adapter / "pair_scorer.json", output / "pair_scorer.json")
     log(f"merged {sum(1 for k in state if k.endswith('.weight'))} weights into {output}")
 
 
