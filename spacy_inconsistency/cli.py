@@ -26,6 +26,8 @@ def build_pipeline(
     aggregation: str = "learned",
     max_chars: int = 10_000_000,
     candidates: Optional[Dict[str, Any]] = None,
+    rescorer: Optional[str] = None,
+    rescore_top_k: int = 8,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -41,6 +43,9 @@ def build_pipeline(
     max_chars (int): Longest text accepted (spaCy's `nlp.max_length`).
     candidates (Optional[Dict[str, Any]]): Config of a candidate strategy
         (see `candidate_config`); None keeps the budget rule.
+    rescorer (Optional[str]): A larger NLI model (path or hub id, with its fitted
+        `pair_scorer.json`) that re-scores each document's top pairs; None: none.
+    rescore_top_k (int): Pairs per document the rescorer sees.
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -58,6 +63,9 @@ def build_pipeline(
             "max_all_pairs": max_all_pairs,
             "aggregation": aggregation,
             "candidates": candidates,
+            "rescorer": None if rescorer is None else {
+                "@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device, "dtype": dtype},
+            "rescore_top_k": rescore_top_k,
         },
     )
     return nlp
@@ -356,6 +364,8 @@ def detect_cli(
     window: int = typer.Option(4, help="Following units compared with each unit beyond the pair budget."),
     max_all_pairs: int = typer.Option(2000, help="Pair budget per document: all unit pairs up to this many."),
     aggregation: str = typer.Option("learned", help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
+    rescorer: Optional[str] = typer.Option(None, help="A larger NLI model directory (with its pair_scorer.json) that re-scores each document's top pairs, e.g. training/nli-mpnet-lora."),
+    rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
     n_process: int = typer.Option(1, help="Worker processes."),
@@ -375,7 +385,8 @@ def detect_cli(
         typer.echo(f"error: --engine must be 'local' or 'ray', got {engine!r}", err=True)
         raise typer.Exit(2)
     pipeline_settings = dict(lang=lang, model=model, device=device, dtype=dtype, threshold=threshold, window=window,
-                             max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars)
+                             max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
+                             rescorer=rescorer, rescore_top_k=rescore_top_k)
     if engine == "ray":
         _detect_on_ray(inputs, output=output, html=html, n_process=n_process, output_dir=output_dir,
                        pipeline_settings=pipeline_settings, text_field=text_field, shard_size=shard_size,

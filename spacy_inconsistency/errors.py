@@ -440,10 +440,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{name}' ({path} not found). Fit one with `scripts/nli/fit_pair_scorer.py "
         "--model ...`, or pick a fixed rule: aggregation = \"min\", \"mean\" or \"max\"."
     )
+    E193 = (
+        "The rescorer '{name}' needs a pair scorer fitted for it ({path} not "
+        "found): its scores are only comparable to a threshold fitted for that "
+        "model. Fit one with `scripts/nli/fit_pair_scorer.py --model ...` (the "
+        "opt-in mpnet model has one: `spacy project run build-mpnet-lora`)."
+    )
+    E194 = (
+        "A rescorer needs aggregation = \"learned\" on the detector (got "
+        "{aggregation!r}): the cascade keeps the rescorer's learned pair score."
+    )
     E220 = (
-        "'{factory}' got the string {value} as its model; the model setting "
-        "is a backend config. Write config={{\"model\": {{\"model\": {value}}}}} "
-        "(with \"device\" etc. beside it), or in a .cfg file [components.{factory}.model] "
+        "'{factory}' got the string {value} as its {setting}; the {setting} setting "
+        "is a backend config. Write config={{\"{setting}\": {{\"model\": {value}}}}} "
+        "(with \"device\" etc. beside it), or in a .cfg file [components.{factory}.{setting}] "
         "with @misc = \"{backend}\" and model = {value}."
     )
     # Ray engine (E240-E249)

@@ -126,9 +126,9 @@ def pack(
     behaviour_dir: Path = typer.Option(ROOT / "tests" / "behaviour"),
     max_length: int = typer.Option(128),
     containment_max_length: int = typer.Option(256),
-    containment_rows: int = typer.Option(6000, help="Containment rows kept (long premises cost most bytes)."),
-    big_source_cap: int = typer.Option(10000, help="Cap for snli and taxinli."),
-    heldout_per_source: int = typer.Option(300),
+    containment_rows: int = typer.Option(3500, help="Containment rows kept (long premises cost most bytes)."),
+    big_source_cap: int = typer.Option(5000, help="Cap for snli and taxinli."),
+    heldout_per_source: int = typer.Option(100),
     seed: int = typer.Option(0),
     score_pairs: Optional[Path] = typer.Option(None, help="JSON list of [premise, hypothesis] (or a fit_pair_scorer "
                                                          "cache) the trained model should also score."),
@@ -141,6 +141,7 @@ def pack(
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(base))
+    output.mkdir(parents=True, exist_ok=True)
     train = _rows(nli_dir / "train.jsonl")
     for name in SKILL_FILES:
         train += _rows(nli_dir / f"{name}.jsonl")
@@ -194,7 +195,6 @@ def pack(
     assert remap[tokenizer.pad_token_id] == tokenizer.pad_token_id  # MPNet positions key on pad id 1
     for key in [k for k in arrays if k.endswith("_ids")]:
         arrays[key] = remap[arrays[key]].astype(np.uint16)
-    output.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(output / "data.npz", **arrays)
 
     weights = load_file(str(base / "model.safetensors"))

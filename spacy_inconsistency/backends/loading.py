@@ -32,7 +32,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def require_backend(model: Any, *, factory: str, backend: str) -> None:
+def require_backend(model: Any, *, factory: str, backend: str, setting: str = "model") -> None:
     """Raise a hint at the nested config when a factory's `model` is a plain string.
 
     `config={"model": "path/to/model"}` is an easy slip for
@@ -42,9 +42,10 @@ def require_backend(model: Any, *, factory: str, backend: str) -> None:
     model (Any): The factory's `model` argument.
     factory (str): The factory's name.
     backend (str): The registered name of the backend (`@misc`).
+    setting (str): The factory setting that holds it ("model", "rescorer").
     """
     if isinstance(model, str):
-        raise ValueError(Errors.E220.format(factory=factory, value=json.dumps(model), backend=backend))
+        raise ValueError(Errors.E220.format(factory=factory, value=json.dumps(model), backend=backend, setting=setting))
 
 
 def cached(key: Tuple[Any, ...], build: Callable[[], Any]) -> Any:

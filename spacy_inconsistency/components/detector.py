@@ -43,8 +43,9 @@ class InconsistencyDetector(Pipe):
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
-        pair_scorer, candidates: as for `contradiction_detector` (`candidates`, a strategy
-        from `spacy_inconsistency.candidates`, replaces the budget rule).
+        pair_scorer, candidates, rescorer, rescore_top_k: as for `contradiction_detector`
+        (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
+        rule; `rescorer`, a larger NLI model, re-scores each Doc's top pairs).
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -63,6 +64,8 @@ class InconsistencyDetector(Pipe):
         alignment: bool = DEFAULT_SETTINGS["alignment"],
         pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
+        rescorer: Optional[NLIBackend] = None,
+        rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -72,7 +75,7 @@ class InconsistencyDetector(Pipe):
             nlp, f"{name}.pairwise", model=model, units_key=segmenter.units_key,
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
             aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
-            candidates=candidates,
+            candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k,
         )
         self.scorer = scorer
 
@@ -152,6 +155,7 @@ class InconsistencyDetector(Pipe):
         "segmenter": {"@misc": "spacy-inconsistency.Segmenter.v1"},
         **DEFAULT_SETTINGS,
         "candidates": None,
+        "rescorer": None,
         "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
     },
     default_score_weights={
@@ -175,12 +179,17 @@ def make_inconsistency_detector(
     alignment: bool,
     pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
+    rescorer: Optional[Union[NLIBackend, str]],
+    rescore_top_k: int,
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
     require_backend(model, factory="inconsistency_detector", backend="spacy-inconsistency.NLIBackend.v1")
+    require_backend(rescorer, factory="inconsistency_detector", backend="spacy-inconsistency.NLIBackend.v1",
+                    setting="rescorer")
     return InconsistencyDetector(
         nlp, name, model=model, segmenter=segmenter, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
-        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates, scorer=scorer,
+        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, scorer=scorer,
     )

@@ -62,10 +62,12 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "speakers": "same",
     "alignment": True,
     "pair_scorer": None,
+    "rescore_top_k": 8,
 }
 # Threshold of the fixed rules (min/mean/max) when none is given.
 DEFAULT_RULE_THRESHOLD = 0.5
-CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer")
+CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
+            "rescore_top_k")
 
 
 class ContradictionDetector(CfgSerializable, Pipe):
@@ -105,6 +107,13 @@ class ContradictionDetector(CfgSerializable, Pipe):
         None: `pair_scorer.json` in the NLI model's directory.
     candidates (Optional[CandidateStrategy]): Which unit pairs to score
         (see `spacy_inconsistency.candidates`); None uses the budget rule.
+    rescorer (Optional[NLIBackend]): A second, larger NLI model (a cascade):
+        the `rescore_top_k` highest-scoring pairs of each Doc are scored again
+        by it, both ways, and its own learned pair score (`pair_scorer.json` in
+        its directory) and document threshold decide; the other pairs score 0.
+        A pair is then flagged when the rescorer alone would flag it and the
+        first model ranks it among the Doc's top k.
+    rescore_top_k (int): Pairs per Doc the rescorer sees.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -125,10 +134,21 @@ class ContradictionDetector(CfgSerializable, Pipe):
         alignment: bool = DEFAULT_SETTINGS["alignment"],
         pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
+        rescorer: Optional[NLIBackend] = None,
+        rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
+        if rescore_top_k < 1:
+            raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
+        if rescorer is not None:
+            if aggregation != LEARNED:
+                raise ValueError(Errors.E194.format(aggregation=aggregation))
+            if CONTRADICTION not in rescorer.label_index:
+                raise ValueError(
+                    Errors.E003.format(name=rescorer.name, label=CONTRADICTION, labels=list(rescorer.labels), component=name)
+                )
         check_speakers(speakers)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1] or null", value=threshold))
@@ -142,6 +162,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             )
         self.name = name
         self.model = model
+        self.rescorer = rescorer
         self.scorer = scorer
         self.candidates = candidates
         self.cfg: Dict[str, Any] = {
@@ -153,11 +174,20 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "speakers": speakers,
             "alignment": alignment,
             "pair_scorer": pair_scorer,
+            "rescore_top_k": rescore_top_k,
         }
         self._pair_scorer: Optional[PairScoreModel] = None
+        self._rescorer_pair_scorer: Optional[PairScoreModel] = None
         self._load_pair_scorer()
 
     def _load_pair_scorer(self) -> None:
+        self._rescorer_pair_scorer = None
+        if self.rescorer is not None:
+            local = self.rescorer.local_dir
+            path = Path(local) / PAIR_SCORER_FILE if local is not None else Path(PAIR_SCORER_FILE)
+            if not path.exists():
+                raise ValueError(Errors.E193.format(name=self.rescorer.name, path=path))
+            self._rescorer_pair_scorer = PairScoreModel.from_disk(path)
         self._pair_scorer = None
         self._aggregation = self.cfg["aggregation"]
         if self._aggregation != LEARNED:
@@ -250,6 +280,36 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 pair_scorer=self._pair_scorer, facts=facts,
             )
             out.append(PairScores(units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score))
+        if self.rescorer is not None:
+            out = self._rescore(out)
+        return out
+
+    def _rescore(self, first: List[PairScores]) -> List[PairScores]:
+        """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer."""
+        k = self.cfg["rescore_top_k"]
+        chosen, texts = [], []
+        for scores in first:
+            top = numpy.argsort(-scores.score, kind="stable")[:k]
+            chosen.append(top)
+            unit_texts = [u.text.strip() for u in scores.units]
+            for i, j in scores.pairs[top].tolist():
+                texts.append((unit_texts[i], unit_texts[j]))
+                texts.append((unit_texts[j], unit_texts[i]))
+        probs = stack_probabilities(self.rescorer.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
+        out, offset = [], 0
+        for scores, top in zip(first, chosen):
+            n = len(top)
+            forward, backward = probs[offset : offset + 2 * n : 2], probs[offset + 1 : offset + 2 * n : 2]
+            offset += 2 * n
+            pairs = scores.pairs[top]
+            facts = unit_alignment(scores.units, pairs) if self.cfg["alignment"] and n else None
+            rescored = combine(forward, backward, pairs, aggregation=LEARNED,
+                               pair_scorer=self._rescorer_pair_scorer, facts=facts)
+            score = numpy.zeros_like(scores.score)
+            score[top] = rescored
+            fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
+            fwd[top], bwd[top] = forward[:, 2], backward[:, 2]
+            out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score))
         return out
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
@@ -271,6 +331,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
         """The threshold of a Doc with `n_pairs` compared pairs: the setting when
         given; else the learned score's document threshold, which grows with the
         number of pairs (see `pair_score.DocumentThreshold`); else 0.5."""
+        if self.cfg["threshold"] is None and self._rescorer_pair_scorer is not None:
+            # The rescorer's threshold for all compared pairs: the cascade flags what the
+            # rescorer alone would flag, among the first model's top pairs.
+            return self._rescorer_pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
         if self.cfg["threshold"] is None and self._pair_scorer is not None:
             return self._pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
         return self.threshold
@@ -305,6 +369,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         "units_key": UNITS_KEY,
         **DEFAULT_SETTINGS,
         "candidates": None,
+        "rescorer": None,
         "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
     },
     default_score_weights={"contradiction_f": 1.0, "contradiction_p": 0.0, "contradiction_r": 0.0},
@@ -322,12 +387,17 @@ def make_contradiction_detector(
     alignment: bool,
     pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
+    rescorer: Optional[Union[NLIBackend, str]],
+    rescore_top_k: int,
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
     require_backend(model, factory="contradiction_detector", backend="spacy-inconsistency.NLIBackend.v1")
+    require_backend(rescorer, factory="contradiction_detector", backend="spacy-inconsistency.NLIBackend.v1",
+                    setting="rescorer")
     return ContradictionDetector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
-        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates, scorer=scorer,
+        speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, scorer=scorer,
     )

@@ -1,0 +1,96 @@
+"""The cascade: a second NLI model (`rescorer`) re-scores each Doc's top pairs of the first."""
+import numpy
+import pytest
+import spacy
+
+from conftest import PARAGRAPH, build_tiny_nli
+
+BACKEND = "spacy-inconsistency.NLIBackend.v1"
+
+
+@pytest.fixture(scope="module")
+def rescorer_dir(tmp_path_factory) -> str:
+    # Another random model than `tiny_nli` (another seed), with the `min` pair score.
+    return str(build_tiny_nli(tmp_path_factory.mktemp("tiny-rescorer"), {0: "entailment", 1: "neutral", 2: "contradiction"},
+                              seed=1))
+
+
+def detector(model: str, rescorer=None, **settings):
+    nlp = spacy.blank("en")
+    config = {"model": {"@misc": BACKEND, "model": model}, "alignment": False, **settings}
+    if rescorer is not None:
+        config["rescorer"] = {"@misc": BACKEND, "model": rescorer}
+    return nlp, nlp.add_pipe("inconsistency_detector", config=config)
+
+
+def scores(nlp, pipe, text):
+    doc = nlp.make_doc(text)
+    pipe.segment([doc])
+    return pipe.predict([doc])[0]
+
+
+@pytest.mark.parametrize("k", [1, 3, 100])
+def test_rescorer_scores_the_first_models_top_pairs(tiny_nli, rescorer_dir, k):
+    first = scores(*detector(tiny_nli), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir), PARAGRAPH)
+    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=k), PARAGRAPH)
+    assert numpy.array_equal(first.pairs, cascade.pairs) and len(first.pairs) > 3
+    top = numpy.argsort(-first.score, kind="stable")[:k]
+    want = numpy.zeros_like(alone.score)
+    want[top] = alone.score[top]
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    assert numpy.allclose(cascade.forward[top], alone.forward[top], atol=1e-5)
+    if k >= len(first.pairs):  # every pair re-scored: the rescorer alone
+        assert numpy.allclose(cascade.score, alone.score, atol=1e-5)
+
+
+def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
+    nlp, pipe = detector(tiny_nli, rescorer_dir, rescore_top_k=4)
+    _, alone = detector(rescorer_dir)
+    doc = nlp(PARAGRAPH)
+    cascade = scores(nlp, pipe, PARAGRAPH)
+    threshold = alone.pairwise.threshold_for(len(cascade.pairs))
+    assert pipe.pairwise.threshold_for(len(cascade.pairs)) == threshold
+    assert len(doc._.contradictions) == int((cascade.score >= threshold).sum()) <= 4
+    assert doc._.inconsistency_score == pytest.approx(float(cascade.score.max()))
+
+
+def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):
+    with pytest.raises(ValueError, match="E194"):
+        detector(tiny_nli, rescorer_dir, aggregation="min")
+    with pytest.raises(ValueError, match="E006"):
+        detector(tiny_nli, rescorer_dir, rescore_top_k=0)
+    with pytest.raises(ValueError, match=r"E220.*as its rescorer"):
+        spacy.blank("en").add_pipe("inconsistency_detector", config={"rescorer": rescorer_dir})
+    no_scorer = build_tiny_nli(tmp_path / "bare", {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=2)
+    (no_scorer / "pair_scorer.json").unlink()
+    with pytest.raises(ValueError, match="E193"):
+        detector(tiny_nli, str(no_scorer))
+
+
+def test_cascade_survives_to_disk(tiny_nli, rescorer_dir, tmp_path):
+    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=2)
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    pipe = loaded.get_pipe("inconsistency_detector")
+    assert pipe.cfg["rescore_top_k"] == 2 and pipe.pairwise.rescorer is not None
+    assert loaded(PARAGRAPH)._.inconsistency_score == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
+
+
+def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from spacy_inconsistency.cli import app
+
+    data = tmp_path / "in.txt"
+    data.write_text(PARAGRAPH, encoding="utf8")
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
+                                      "--rescorer", rescorer_dir, "--rescore-top-k", "3", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(out.read_text(encoding="utf8"))
+    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True)
+    assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
+    assert len(row["inconsistencies"]) <= 3
