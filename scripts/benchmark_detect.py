@@ -18,6 +18,7 @@ from typing import Any, Dict, List
 
 import typer
 
+MPNET = Path(__file__).resolve().parent.parent / "training" / "nli-mpnet-lora"
 SETTINGS: Dict[str, Dict[str, Any]] = {
     "default": {},
     "previous": {
@@ -27,6 +28,10 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     # The default with cheaper forward passes (NLIBackend `dtype`).
     "bf16": {"model": {"dtype": "bfloat16"}},
     "int8": {"model": {"dtype": "int8"}},
+    # The opt-in larger model (`spacy project run build-mpnet-lora`): alone, and as a cascade
+    # re-scoring each document's 8 highest pairs of the default model.
+    "mpnet": {"model": {"model": str(MPNET)}},
+    "cascade": {"rescorer": {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": str(MPNET), "device": "cpu"}},
 }
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
