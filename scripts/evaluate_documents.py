@@ -48,6 +48,8 @@ def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
+    rescorer: str = typer.Option(None, help="A larger NLI model (with its pair_scorer.json) re-scoring each document's top pairs (the cascade); the 'learned' row is then the cascade's."),
+    rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
@@ -69,14 +71,18 @@ def main(
     news = news[:n_news]
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
-    detector = nlp.add_pipe("contradiction_detector", config={"model": {"model": model}})
+    config = {"model": {"model": model}}
+    if rescorer:
+        config.update(rescorer={"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer}, rescore_top_k=rescore_top_k)
+    detector = nlp.add_pipe("contradiction_detector", config=config)
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
     scores = []
     with tqdm(total=len(docs), unit="doc", desc="documents", file=sys.stderr, disable=not progress) as bar:
         for start in range(0, len(docs), 4):
             scores.extend(detector.predict(docs[start:start + 4]))
             bar.update(len(docs[start:start + 4]))
-    results = {"model": model, "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
+    results = {"model": model, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
+               "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold
     results["learned_threshold"] = learned_threshold
