@@ -230,12 +230,14 @@ def _segment_seconds(nlp, texts, rounds: int):
 
 
 def test_segmentation_is_linear_in_length():
-    """4x the text costs at most 5x the time (was quadratic: `Doc.text` rebuilt once per line)."""
+    """4x the text costs at most 8x the time: linear is 4-5.2x here (tokenizer and allocator
+    overheads grow a little with size; CI saw 5.15x and 5.16x), quadratic 16x (it was: `Doc.text`
+    rebuilt once per line)."""
     nlp = spacy.blank("en")
     nlp.max_length = 10_000_000
     # Large enough that a run takes tenths of a second, so scheduler noise does not decide.
     small, large = _segment_seconds(nlp, [_news_like(200_000), _news_like(800_000)], rounds=5)
-    assert large <= 5 * small, (small, large)
+    assert large <= 8 * small, (small, large)
 
 
 @pytest.mark.parametrize("control", ["\x00", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069", "\ufeff"])
