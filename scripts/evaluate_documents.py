@@ -17,7 +17,7 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import numpy
 import typer
@@ -48,7 +48,7 @@ def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
-    rescorer: str = typer.Option(None, help="A larger NLI model (with its pair_scorer.json) re-scoring each document's top pairs (the cascade); the 'learned' row is then the cascade's."),
+    rescorer: Optional[str] = typer.Option(None, help="A larger NLI model (with its pair_scorer.json) re-scoring each document's top pairs (the cascade); the 'learned' row is then the cascade's."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),

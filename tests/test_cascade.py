@@ -3,16 +3,20 @@ import numpy
 import pytest
 import spacy
 
-from conftest import PARAGRAPH, build_tiny_nli
+from conftest import PARAGRAPH, build_tiny_nli, write_min_pair_scorer
 
 BACKEND = "spacy-inconsistency.NLIBackend.v1"
+RESCORER_THRESHOLD = 0.42
 
 
 @pytest.fixture(scope="module")
 def rescorer_dir(tmp_path_factory) -> str:
     # Another random model than `tiny_nli` (another seed), with the `min` pair score.
-    return str(build_tiny_nli(tmp_path_factory.mktemp("tiny-rescorer"), {0: "entailment", 1: "neutral", 2: "contradiction"},
-                              seed=1))
+    path = build_tiny_nli(tmp_path_factory.mktemp("tiny-rescorer"), {0: "entailment", 1: "neutral", 2: "contradiction"},
+                          seed=1)
+    # A threshold of its own, so that a test can tell whose threshold the cascade uses.
+    write_min_pair_scorer(path / "pair_scorer.json", threshold=RESCORER_THRESHOLD)
+    return str(path)
 
 
 def detector(model: str, rescorer=None, **settings):
@@ -47,9 +51,12 @@ def test_rescorer_scores_the_first_models_top_pairs(tiny_nli, rescorer_dir, k):
 def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
     nlp, pipe = detector(tiny_nli, rescorer_dir, rescore_top_k=4)
     _, alone = detector(rescorer_dir)
+    _, first = detector(tiny_nli)
     doc = nlp(PARAGRAPH)
     cascade = scores(nlp, pipe, PARAGRAPH)
     threshold = alone.pairwise.threshold_for(len(cascade.pairs))
+    assert threshold == pytest.approx(RESCORER_THRESHOLD)
+    assert first.pairwise.threshold_for(len(cascade.pairs)) != pytest.approx(threshold)
     assert pipe.pairwise.threshold_for(len(cascade.pairs)) == threshold
     assert len(doc._.contradictions) == int((cascade.score >= threshold).sum()) <= 4
     assert doc._.inconsistency_score == pytest.approx(float(cascade.score.max()))

@@ -112,3 +112,13 @@ def test_shipped_adapter_fits_all_mpnet_base_v2():
     assert tensors["classifier.out_proj.weight"].shape == (3, 768)
     scorer = find_pair_scorer(folder, model_name="nli-mpnet-lora")
     assert scorer.threshold > 0
+
+
+def test_heldout_accuracy_reads_each_kind_of_target():
+    # 3-way rows, a binary (entailment or not) row, a not-contradiction row; -1 = no target of that kind
+    y = numpy.array([[2, -1, -1], [0, -1, -1], [-1, 1, -1], [-1, 0, -1], [-1, -1, 0], [-1, -1, 0]])
+    pred = numpy.array([2, 1, 0, 2, 1, 2])
+    sources = ["a", "a", "b", "b", "c", "c"]
+    # a: right, wrong; b: entailment right, not-entailment (predicted contradiction) right;
+    # c: neutral is not a contradiction (right), contradiction is (wrong)
+    assert lm.heldout_accuracy(pred, y, sources) == {"a": 0.5, "b": 1.0, "c": 0.5}

@@ -306,27 +306,6 @@ def _tensors(idx, ids, offsets, lengths, device):
     return torch.from_numpy(a).to(device, non_blocking=True), torch.from_numpy(m).to(device, non_blocking=True)
 
 
-def _loss(logits, y):
-    import torch
-    import torch.nn.functional as F
-
-    lp = F.log_softmax(logits.float(), dim=-1)
-    y3, yb, yc = y[:, 0], y[:, 1], y[:, 2]
-    total = logits.new_zeros((), dtype=torch.float32)
-    m = y3 >= 0
-    if m.any():
-        total = total + F.nll_loss(lp[m], y3[m], reduction="sum")
-    m = yb >= 0
-    if m.any():
-        t = yb[m].float()
-        total = total - (t * lp[m, 0] + (1 - t) * torch.logsumexp(lp[m, 1:], -1)).sum()
-    m = yc >= 0
-    if m.any():
-        t = yc[m].float()
-        total = total - (t * lp[m, 2] + (1 - t) * torch.logsumexp(lp[m, :2], -1)).sum()
-    return total / logits.shape[0]
-
-
 def _probs(model, ids, lengths, device, batch_tokens=32768, bf16=True):
     import torch
 
@@ -357,21 +336,22 @@ def _head(ids, lengths, n):
     return ids[:int(lengths[:n].sum())], lengths[:n]
 
 
+def heldout_accuracy(pred: np.ndarray, y: np.ndarray, sources: List[str]) -> Dict[str, float]:
+    """Accuracy per source; y holds `train_nli.make_targets`'s three targets per row (3-way label,
+    entailment-or-not, contradiction-or-not; -1 where a row has none)."""
+    ok = np.where(y[:, 0] >= 0, pred == y[:, 0],
+                  np.where(y[:, 2] >= 0, (pred == 2) == (y[:, 2] == 1), (pred == 0) == (y[:, 1] == 1)))
+    src = np.array(sources)
+    return {name: round(float(ok[src == name].mean()), 4) for name in sorted(set(sources))}
+
+
 def evaluate(model, data, meta, device, limit: int = 0) -> dict:
     res = {}
     n = limit or len(data["heldout_len"])
     p = _probs(model, *_head(data["heldout_ids"], data["heldout_len"], n), device)
-    y, src, names = data["heldout_y"][:n], data["heldout_src"][:n], list(data["heldout_sources"])
-    pred = p.argmax(-1)
-    acc = {}
-    for k, name in enumerate(names):
-        m = src == k
-        if not m.any():
-            continue
-        ok = np.where(y[m, 0] >= 0, pred[m] == y[m, 0],
-                      np.where(y[m, 2] >= 0, (pred[m] == 2) == (y[m, 2] == 1), (pred[m] == 0) == (y[m, 1] == 1)))
-        acc[name] = round(float(ok.mean()), 4)
-    res["heldout_accuracy"] = acc
+    names = list(data["heldout_sources"])
+    res["heldout_accuracy"] = heldout_accuracy(p.argmax(-1), data["heldout_y"][:n],
+                                               [names[k] for k in data["heldout_src"][:n]])
     items = meta["items"][:limit] if limit else meta["items"]
     ids, lengths = _head(data["behaviour_ids"], data["behaviour_len"], 4 * len(items))
     res["behaviour"] = behaviour_figures(_probs(model, ids, lengths, device)[:, 2], items)
@@ -457,6 +437,9 @@ def train(
     import torch
     from safetensors.torch import save_file
 
+    sys.path.insert(0, str(HERE))
+    from train_nli import nli_loss  # noqa: E402  (the loss of the embedded model's training)
+
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
     t0 = time.time()
@@ -487,7 +470,8 @@ def train(
             a, m = _tensors(idx, ids, offsets, lengths, device)
             with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
                 logits = model(input_ids=a, attention_mask=m).logits
-            loss = _loss(logits, y[idx].to(device))
+            target = y[idx].to(device)
+            loss = nli_loss(logits, target[:, 0], target[:, 1], target[:, 2])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -568,18 +552,13 @@ def evaluate_model(
                             truncation="longest_first", max_length=max(limits[i] for i in batch), return_tensors="pt")
             probs[batch] = torch.softmax(net(**enc).logits.float(), -1)[:, order].numpy()
     log(f"{len(pairs)} pairs in {time.time() - t0:.0f}s")
+    sys.path.insert(0, str(HERE))
+    from train_nli import make_targets  # noqa: E402
+
     binary = {r["source"] for r in heldout if r["label"] == "not_entailment"}
-    pred = probs[:len(heldout)].argmax(-1)
-    correct: Dict[str, List[bool]] = {}
-    for r, p in zip(heldout, pred):
-        if r["label"] == "not_contradiction":
-            ok = p != 2
-        elif r["source"] in binary:
-            ok = (p == 0) == (r["label"] == "entailment")
-        else:
-            ok = p == LABELS.index(r["label"])
-        correct.setdefault(r["source"], []).append(bool(ok))
-    figures = {"model": model, "heldout_accuracy": {s: round(float(np.mean(v)), 4) for s, v in sorted(correct.items())},
+    y = np.array(make_targets(heldout, binary)).T
+    accuracy = heldout_accuracy(probs[:len(heldout)].argmax(-1), y, [r["source"] for r in heldout])
+    figures = {"model": model, "heldout_accuracy": accuracy,
                "behaviour": behaviour_figures(probs[len(heldout):, 2], items)}
     if output:
         output.write_text(json.dumps(figures))

@@ -265,7 +265,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         probs = stack_probabilities(self.model.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
         if any(len(units) >= LONG_DOC_UNITS for units, *_ in per_doc):
             logger.info("%s: scored %d NLI inputs in %.0f s", self.name, len(texts), time.perf_counter() - start)
-        out = []
+        out, doc_facts = [], []
         offset = 0
         learned = self._aggregation == LEARNED
         for units, pairs, known, forward, backward in per_doc:
@@ -280,12 +280,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 pair_scorer=self._pair_scorer, facts=facts,
             )
             out.append(PairScores(units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score))
+            doc_facts.append(facts)
         if self.rescorer is not None:
-            out = self._rescore(out)
+            out = self._rescore(out, doc_facts)
         return out
 
-    def _rescore(self, first: List[PairScores]) -> List[PairScores]:
-        """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer."""
+    def _rescore(self, first: List[PairScores], doc_facts: List[Optional[list]]) -> List[PairScores]:
+        """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer.
+        The first stage's alignment facts are reused (they cover every paired unit)."""
         k = self.cfg["rescore_top_k"]
         chosen, texts = [], []
         for scores in first:
@@ -297,12 +299,13 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 texts.append((unit_texts[j], unit_texts[i]))
         probs = stack_probabilities(self.rescorer.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
         out, offset = [], 0
-        for scores, top in zip(first, chosen):
+        for scores, top, facts in zip(first, chosen, doc_facts):
             n = len(top)
             forward, backward = probs[offset : offset + 2 * n : 2], probs[offset + 1 : offset + 2 * n : 2]
             offset += 2 * n
             pairs = scores.pairs[top]
-            facts = unit_alignment(scores.units, pairs) if self.cfg["alignment"] and n else None
+            if facts is None and self.cfg["alignment"] and n:  # the first stage used a fixed rule
+                facts = unit_alignment(scores.units, pairs)
             rescored = combine(forward, backward, pairs, aggregation=LEARNED,
                                pair_scorer=self._rescorer_pair_scorer, facts=facts)
             score = numpy.zeros_like(scores.score)
