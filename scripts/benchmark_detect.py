@@ -18,20 +18,20 @@ from typing import Any, Dict, List
 
 import typer
 
-MPNET = Path(__file__).resolve().parent.parent / "training" / "nli-mpnet-lora"
 SETTINGS: Dict[str, Dict[str, Any]] = {
+    # The default: the embedded model, its 8 highest pairs per document re-scored by mpnet-lora.
     "default": {},
+    # The embedded model alone (the default until the cascade).
+    "single": {"rescorer": None},
     "previous": {
-        "aggregation": "min", "threshold": 0.5,
+        "aggregation": "min", "threshold": 0.5, "rescorer": None,
         "candidates": {"@misc": "spacy-inconsistency.candidates.classic.v1", "window": 4, "max_all_pairs": 100},
     },
-    # The default with cheaper forward passes (NLIBackend `dtype`).
+    # Cheaper forward passes (NLIBackend `dtype`; the rescorer follows the first model's).
     "bf16": {"model": {"dtype": "bfloat16"}},
     "int8": {"model": {"dtype": "int8"}},
-    # The opt-in larger model (`spacy project run build-mpnet-lora`): alone, and as a cascade
-    # re-scoring each document's 8 highest pairs of the default model.
-    "mpnet": {"model": {"model": str(MPNET)}},
-    "cascade": {"rescorer": {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": str(MPNET), "device": "cpu"}},
+    # mpnet-lora on every pair.
+    "mpnet": {"model": {"model": "mpnet-lora"}},
 }
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

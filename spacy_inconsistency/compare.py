@@ -6,7 +6,9 @@
     find_contradictions(nlp, statements, sources=years)
 
 Both use the pipeline's `contradiction_detector` (or `inconsistency_detector`):
-its NLI model, threshold, aggregation and candidate strategy. Every unit of
+its (first) NLI model, threshold, aggregation and candidate strategy; the
+second stage of the default cascade (`rescorer`) is not used across Docs yet,
+so `config={"rescorer": None}` saves loading it. Every unit of
 every finding carries its `source` label and `doc` index, so findings across
 sources say where each side comes from.
 """

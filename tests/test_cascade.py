@@ -62,9 +62,35 @@ def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
     assert doc._.inconsistency_score == pytest.approx(float(cascade.score.max()))
 
 
+@pytest.mark.parametrize("rule", ["min", "max"])
+def test_cascade_with_a_fixed_rule_applies_it_to_the_rescorers_probabilities(tiny_nli, rescorer_dir, rule):
+    first = scores(*detector(tiny_nli, aggregation=rule), PARAGRAPH)
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation=rule, rescore_top_k=3)
+    cascade = scores(nlp, pipe, PARAGRAPH)
+    alone = scores(*detector(rescorer_dir, aggregation=rule), PARAGRAPH)
+    top = numpy.argsort(-first.score, kind="stable")[:3]
+    both = numpy.stack([alone.forward[top], alone.backward[top]])
+    want = numpy.zeros_like(cascade.score)
+    want[top] = both.min(axis=0) if rule == "min" else both.max(axis=0)
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    assert pipe.pairwise.threshold_for(len(cascade.pairs)) == 0.5  # the rule's threshold, not the rescorer's
+
+
+def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli):
+    from spacy_inconsistency.components.pairwise import DEFAULT_RESCORER, PairedRescorer
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("inconsistency_detector", config={"model": {"@misc": BACKEND, "model": tiny_nli}})
+    assert pipe.pairwise.rescorer is None  # another first model runs alone
+    assert nlp.config["components"]["inconsistency_detector"]["rescorer"] == DEFAULT_RESCORER
+    paired = PairedRescorer(model=tiny_nli, first=tiny_nli)
+    first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu", "dtype": "bfloat16",
+                                          "max_batch_size": 7}})["m"]
+    second = paired.resolve(first)
+    assert second.name == tiny_nli and second.dtype_name == "bfloat16" and second.max_batch_size == 7
+
+
 def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):
-    with pytest.raises(ValueError, match="E194"):
-        detector(tiny_nli, rescorer_dir, aggregation="min")
     with pytest.raises(ValueError, match="E006"):
         detector(tiny_nli, rescorer_dir, rescore_top_k=0)
     with pytest.raises(ValueError, match=r"E220.*as its rescorer"):

@@ -21,13 +21,15 @@ CONTRADICTORY = [
      ("The bridge is finished.", "The bridge is not finished.")),
 ]
 CONSISTENT = [
-    "The museum opens at nine. Tickets cost ten euros. Children enter for free.",
     "The team won the match on Saturday. The fans celebrated in the streets. The coach thanked the players.",
     "The minister presented the budget. It includes more money for schools. Parliament will vote next week.",
 ]
-# A known false alarm of the shipped model (0.54 against a threshold of 0.32 for 3 pairs, see
-# docs/detection.md): kept here, strict, so that a model that fixes it is noticed.
+# Known false alarms of the default detector (its second stage gives "Tickets cost ten euros." /
+# "Children enter for free." P(contradiction) 0.99 both ways, pair score 0.65, and the dog pair
+# 0.55, against the floor threshold of 0.3 for 3 pairs; see docs/detection.md): kept here,
+# strict, so that a model that fixes them is noticed.
 KNOWN_FALSE_ALARMS = [
+    "The museum opens at nine. Tickets cost ten euros. Children enter for free.",
     "A dog is running in the park. The dog is brown. Its owner is watching from a bench.",
 ]
 

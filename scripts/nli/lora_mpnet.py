@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -42,7 +41,6 @@ import typer
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-GROUP = 64
 LORA_TARGETS = ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
                 "intermediate.dense", "output.dense")
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -56,34 +54,19 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-# --- 4-bit groups ---------------------------------------------------------------------------
+# --- 4-bit groups: the package's own (loaded by path: the GPU machine has no spaCy) ------------
 
-def quantize(w: np.ndarray):
-    """int4 symmetric absmax per group of GROUP values along each row; two values per byte."""
-    rows, cols = w.shape
-    assert cols % GROUP == 0, (w.shape, GROUP)
-    g = w.astype(np.float32).reshape(rows, cols // GROUP, GROUP)
-    scale = (np.abs(g).max(axis=-1, keepdims=True) / 7.0).astype(np.float16)
-    safe = np.where(scale == 0, np.float16(1), scale).astype(np.float32)
-    q = np.clip(np.rint(g / safe), -8, 7).astype(np.int8) + 8  # 0..15
-    q = q.reshape(rows, cols)
-    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
-    return packed, scale.reshape(rows, cols // GROUP)
+def _load_int4():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_int4", ROOT / "spacy_inconsistency" / "backends" / "int4.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def dequantize(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    rows, half = packed.shape
-    q = np.empty((rows, half * 2), dtype=np.int8)
-    q[:, 0::2] = (packed & 0x0F).astype(np.int8) - 8
-    q[:, 1::2] = (packed >> 4).astype(np.int8) - 8
-    g = q.reshape(rows, -1, GROUP).astype(np.float32) * scale.astype(np.float32)[..., None]
-    return g.reshape(rows, half * 2)
-
-
-def is_quantized(name: str, shape) -> bool:
-    return len(shape) == 2 and shape[1] % GROUP == 0 and (
-        name.endswith("word_embeddings.weight") or (".layer." in name and name.endswith("dense.weight"))
-        or any(name.endswith(f"attn.{p}.weight") for p in "qkvo"))
+_int4 = _load_int4()
+GROUP, quantize, dequantize, is_quantized = _int4.GROUP, _int4.quantize, _int4.dequantize, _int4.is_quantized
 
 
 # --- pack (here) ----------------------------------------------------------------------------
@@ -585,60 +568,14 @@ def scores_to_cache(
 
 @app.command()
 def merge(
-    adapter: Path = typer.Option(..., help="Folder with adapter.safetensors + adapter_config.json."),
+    adapter: Path = typer.Option(ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora",
+                                 help="Folder with adapter.safetensors + adapter_config.json (+ pair_scorer.json)."),
     output: Path = typer.Option(ROOT / "training" / "nli-mpnet-lora"),
     base: Path = typer.Option(ROOT / "assets" / "mpnet" / "all-mpnet-base-v2"),
 ) -> None:
-    """Dequantized base + LoRA deltas + head -> a Hugging Face model directory."""
-    from safetensors.numpy import load_file
-    from safetensors.torch import load_file as load_torch
-    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+    """Dequantized base + LoRA deltas + head -> a Hugging Face model directory (what
+    `python -m spacy_inconsistency download` builds into the cache for the shipped adapter)."""
+    from spacy_inconsistency.backends.mpnet_lora import build_merged_model
 
-    info = json.loads((adapter / "adapter_config.json").read_text())
-    assert info["group"] == GROUP
-    config = json.loads((base / "config.json").read_text())
-    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
-                   "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
-    model = MPNetForSequenceClassification(MPNetConfig(**config))
-    state = merged_state(load_file(str(base / "model.safetensors")), load_torch(str(adapter / "adapter.safetensors")),
-                         info["alpha"] / info["rank"])
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not missing and not unexpected, (missing, unexpected)
-    output.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(output))
-    AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(output))
-    (output / "training_info.json").write_text(json.dumps({**info, "base": str(base), "merged_from": str(adapter)}, indent=1))
-    if (adapter / "pair_scorer.json").exists():  # the learned pair score fitted for this model
-        shutil.copy(adapter / "pair_scorer.json", output / "pair_scorer.json")
-    log(f"merged {sum(1 for k in state if k.endswith('.weight'))} weights into {output}")
-
-
-def merged_state(weights: Dict[str, np.ndarray], lora: dict, scale: float) -> dict:
-    """The weights the GPU machine trained on (4-bit groups dequantized, the rest through fp16),
-    plus B A scale on every adapted projection, plus the head: MPNetForSequenceClassification's
-    state dict."""
-    import torch
-
-    state = {}
-    for name, w in weights.items():
-        if name.startswith("pooler.") or name.endswith("position_ids"):
-            continue
-        if is_quantized(name, w.shape):
-            w = dequantize(*quantize(w))
-        else:
-            w = w.astype(np.float16).astype(np.float32)  # what the GPU machine trained on
-        t = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
-        module = name.rsplit(".", 1)[0]
-        if name.endswith(".weight") and f"{module}.lora_A" in lora:
-            t = t + (lora[f"{module}.lora_B"] @ lora[f"{module}.lora_A"]) * scale
-        state["mpnet." + name] = t
-    n_lora = sum(1 for k in lora if k.endswith("lora_A"))
-    n_used = sum(1 for k in weights if f"{k.rsplit('.', 1)[0]}.lora_A" in lora and k.endswith(".weight"))
-    if n_used != n_lora:
-        raise ValueError(f"{n_lora} LoRA pairs in the adapter, {n_used} of them match the base model's weights")
-    state.update({k: v for k, v in lora.items() if k.startswith("classifier.")})
-    return state
-
-
-if __name__ == "__main__":
-    app()
+    build_merged_model(adapter, base, output)
+    log(f"merged {adapter} into {output}")

@@ -12,6 +12,8 @@ logger = logging.getLogger("spacy_inconsistency")
 logger.addHandler(logging.NullHandler())
 
 DEFAULT_MODEL = "default"
+# The default cascade's second stage, built from PyPI's all-mpnet-base-v2 (backends/mpnet_lora.py).
+MPNET_LORA_MODEL = "mpnet-lora"
 EMBEDDED_MODEL_DIR = "nli-minilm-l6"
 
 _CACHE: Dict[Tuple[Any, ...], Any] = {}
@@ -81,11 +83,15 @@ def _looks_like_path(name: str) -> bool:
 def resolve_model(name: str) -> Tuple[str, bool]:
     """Turn a model setting into something `from_pretrained` takes.
 
-    name (str): "default", a local directory or a hub id.
+    name (str): "default", "mpnet-lora", a local directory or a hub id.
     RETURNS (Tuple[str, bool]): The path or hub id, and whether it is local.
     """
     if name == DEFAULT_MODEL:
         return str(embedded_model_path()), True
+    if name == MPNET_LORA_MODEL:
+        from .mpnet_lora import mpnet_lora_path
+
+        return str(mpnet_lora_path()), True
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path), True

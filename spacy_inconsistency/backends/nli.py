@@ -137,6 +137,11 @@ class NLIBackend(BudgetedBatches):
         self.n_truncated = 0
         self.n_oom_retries = 0
 
+    @property
+    def settings(self) -> Dict[str, Any]:
+        """The settings it was created with (the registered function's arguments)."""
+        return dict(self._settings)
+
     def __getstate__(self) -> Dict[str, Any]:
         return dict(self._settings)
 

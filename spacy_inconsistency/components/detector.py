@@ -22,7 +22,14 @@ from ..extensions import (
     install_extensions,
 )
 from ..segment import Segmenter
-from .pairwise import DEFAULT_NLI_MODEL, DEFAULT_SETTINGS, ContradictionDetector, PairScores
+from .pairwise import (
+    DEFAULT_NLI_MODEL,
+    DEFAULT_RESCORER,
+    DEFAULT_SETTINGS,
+    ContradictionDetector,
+    PairedRescorer,
+    PairScores,
+)
 
 METHOD_PAIRWISE = "nli-pairwise"
 KIND_CONTRADICTION = "contradiction"
@@ -64,7 +71,7 @@ class InconsistencyDetector(Pipe):
         alignment: bool = DEFAULT_SETTINGS["alignment"],
         pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
-        rescorer: Optional[NLIBackend] = None,
+        rescorer: Optional[Union[NLIBackend, PairedRescorer]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
@@ -155,7 +162,7 @@ class InconsistencyDetector(Pipe):
         "segmenter": {"@misc": "spacy-inconsistency.Segmenter.v1"},
         **DEFAULT_SETTINGS,
         "candidates": None,
-        "rescorer": None,
+        "rescorer": DEFAULT_RESCORER,
         "scorer": {"@scorers": "spacy-inconsistency.inconsistency_scorer.v1"},
     },
     default_score_weights={
@@ -179,7 +186,7 @@ def make_inconsistency_detector(
     alignment: bool,
     pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
-    rescorer: Optional[Union[NLIBackend, str]],
+    rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:

@@ -2,6 +2,7 @@
 import logging
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -9,11 +10,11 @@ import numpy
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
-from spacy.util import minibatch
+from spacy.util import minibatch, registry
 from thinc.api import Config
 
 from .. import candidates as _candidates
-from ..backends.loading import require_backend
+from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, require_backend
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
@@ -49,6 +50,8 @@ truncation = "warn"
 local_files_only = false
 """
 DEFAULT_NLI_MODEL = Config().from_str(DEFAULT_NLI_MODEL_CONFIG)["model"]
+# The cascade's second stage when the first model is the embedded one (see `PairedRescorer`).
+DEFAULT_RESCORER = {"@misc": "spacy-inconsistency.PairedRescorer.v1", "model": MPNET_LORA_MODEL, "first": DEFAULT_MODEL}
 logger = logging.getLogger("spacy_inconsistency.pairwise")
 logger.addHandler(logging.NullHandler())
 # Docs with at least this many units get a progress line in the log.
@@ -68,6 +71,34 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
 DEFAULT_RULE_THRESHOLD = 0.5
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
             "rescore_top_k")
+
+
+@dataclass(frozen=True)
+class PairedRescorer:
+    """The second stage trained and measured with one first model: an NLI backend
+    for `model` when the detector's first model is `first`, else no rescorer.
+
+    The default pairs the embedded first model with "mpnet-lora" (all-mpnet-base-v2
+    with the shipped LoRA adapters), so `config={"model": {"model": "my/nli"}}`
+    runs that model alone. The second stage runs on the first model's device, with
+    its dtype and batch sizes.
+    """
+
+    model: str = MPNET_LORA_MODEL
+    first: str = DEFAULT_MODEL
+
+    def resolve(self, first_model: NLIBackend) -> Optional[NLIBackend]:
+        """The rescorer for this first model (None when it is not `first`)."""
+        if first_model.name != self.first:
+            return None
+        keep = ("device", "dtype", "max_batch_size", "max_batch_tokens", "local_files_only")
+        return NLIBackend(self.model, **{k: v for k, v in first_model.settings.items() if k in keep})
+
+
+@registry.misc("spacy-inconsistency.PairedRescorer.v1")
+def make_paired_rescorer(model: str = MPNET_LORA_MODEL, first: str = DEFAULT_MODEL) -> PairedRescorer:
+    """Create a `PairedRescorer` (the default `rescorer` of the detectors)."""
+    return PairedRescorer(model=model, first=first)
 
 
 class ContradictionDetector(CfgSerializable, Pipe):
@@ -107,12 +138,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
         None: `pair_scorer.json` in the NLI model's directory.
     candidates (Optional[CandidateStrategy]): Which unit pairs to score
         (see `spacy_inconsistency.candidates`); None uses the budget rule.
-    rescorer (Optional[NLIBackend]): A second, larger NLI model (a cascade):
-        the `rescore_top_k` highest-scoring pairs of each Doc are scored again
-        by it, both ways, and its own learned pair score (`pair_scorer.json` in
-        its directory) and document threshold decide; the other pairs score 0.
-        A pair is then flagged when the rescorer alone would flag it and the
-        first model ranks it among the Doc's top k.
+    rescorer (Optional[NLIBackend]): A second, larger NLI model (a cascade;
+        by default "mpnet-lora", all-mpnet-base-v2 with the shipped adapters;
+        None: the first model alone): the `rescore_top_k` highest-scoring pairs
+        of each Doc are scored again by it, both ways, and its own learned pair
+        score (`pair_scorer.json` in its directory) and document threshold
+        decide (with a fixed rule: the rule on its probabilities); the other
+        pairs score 0. A pair is then flagged when the rescorer alone would
+        flag it and the first model ranks it among the Doc's top k.
     rescore_top_k (int): Pairs per Doc the rescorer sees.
     scorer (Optional[Callable]): The scoring method.
     """
@@ -134,7 +167,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         alignment: bool = DEFAULT_SETTINGS["alignment"],
         pair_scorer: Optional[str] = DEFAULT_SETTINGS["pair_scorer"],
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
-        rescorer: Optional[NLIBackend] = None,
+        rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
@@ -142,9 +175,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         check_aggregation(aggregation)
         if rescore_top_k < 1:
             raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
+        if isinstance(rescorer, PairedRescorer):
+            rescorer = rescorer.resolve(model)
         if rescorer is not None:
-            if aggregation != LEARNED:
-                raise ValueError(Errors.E194.format(aggregation=aggregation))
             if CONTRADICTION not in rescorer.label_index:
                 raise ValueError(
                     Errors.E003.format(name=rescorer.name, label=CONTRADICTION, labels=list(rescorer.labels), component=name)
@@ -182,7 +215,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
 
     def _load_pair_scorer(self) -> None:
         self._rescorer_pair_scorer = None
-        if self.rescorer is not None:
+        if self.rescorer is not None and self.cfg["aggregation"] == LEARNED:
             local = self.rescorer.local_dir
             path = Path(local) / PAIR_SCORER_FILE if local is not None else Path(PAIR_SCORER_FILE)
             if not path.exists():
@@ -289,6 +322,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer.
         The first stage's alignment facts are reused (they cover every paired unit)."""
         k = self.cfg["rescore_top_k"]
+        # The rescorer's own pair score decides, even where the first model fell back to `min`.
+        aggregation = LEARNED if self._rescorer_pair_scorer is not None else self._aggregation
+        learned = aggregation == LEARNED
         chosen, texts = [], []
         for scores in first:
             top = numpy.argsort(-scores.score, kind="stable")[:k]
@@ -304,10 +340,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
             forward, backward = probs[offset : offset + 2 * n : 2], probs[offset + 1 : offset + 2 * n : 2]
             offset += 2 * n
             pairs = scores.pairs[top]
-            if facts is None and self.cfg["alignment"] and n:  # the first stage used a fixed rule
+            if facts is None and learned and self.cfg["alignment"] and n:
                 facts = unit_alignment(scores.units, pairs)
-            rescored = combine(forward, backward, pairs, aggregation=LEARNED,
-                               pair_scorer=self._rescorer_pair_scorer, facts=facts)
+            rescored = combine(forward, backward, pairs, aggregation=aggregation,
+                               pair_scorer=self._rescorer_pair_scorer, facts=facts if learned else None)
             score = numpy.zeros_like(scores.score)
             score[top] = rescored
             fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
@@ -372,7 +408,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         "units_key": UNITS_KEY,
         **DEFAULT_SETTINGS,
         "candidates": None,
-        "rescorer": None,
+        "rescorer": DEFAULT_RESCORER,
         "scorer": {"@scorers": "spacy-inconsistency.contradiction_scorer.v1"},
     },
     default_score_weights={"contradiction_f": 1.0, "contradiction_p": 0.0, "contradiction_r": 0.0},
@@ -390,7 +426,7 @@ def make_contradiction_detector(
     alignment: bool,
     pair_scorer: Optional[str],
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
-    rescorer: Optional[Union[NLIBackend, str]],
+    rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
