@@ -462,6 +462,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "Cannot write the model cache at '{path}' ({err}). Point ${env} at a "
         "writable folder."
     )
+    E199 = (
+        "The adapter was trained on int4 groups of {group} values; the base model "
+        "is rebuilt in groups of {expected}, so the merged model would not be the trained one."
+    )
     E220 = (
         "'{factory}' got the string {value} as its {setting}; the {setting} setting "
         "is a backend config. Write config={{\"{setting}\": {{\"model\": {value}}}}} "

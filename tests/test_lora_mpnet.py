@@ -225,6 +225,16 @@ def test_the_detector_loads_mpnet_lora_by_name(release, tiny_nli):
     assert pipe.pairwise.threshold_for(3) == pytest.approx(0.3)  # the built model's own pair score
 
 
+def test_an_adapter_for_other_groups_is_refused(release, tmp_path):
+    import json
+
+    _, adapter, _ = release
+    (adapter / "adapter_config.json").write_text(json.dumps({"rank": 4, "alpha": 8.0, "group": 128}))
+    with pytest.raises(ValueError, match="E199"):
+        mpnet_lora.mpnet_lora_path()
+    assert not any((tmp_path / "cache").glob("nli-mpnet-lora-*"))  # nothing half-built left behind
+
+
 def test_missing_parts_say_how_to_get_them(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 

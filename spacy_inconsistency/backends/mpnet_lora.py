@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 import numpy
 
 from ..errors import Errors
-from .int4 import dequantize, is_quantized, quantize
+from .int4 import GROUP, dequantize, is_quantized, quantize
 from .loading import MPNET_LORA_MODEL
 
 logger = logging.getLogger("spacy_inconsistency")
@@ -131,6 +131,8 @@ def build_merged_model(adapter: Path, base: Path, output: Path) -> Path:
     from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
 
     info = json.loads((adapter / "adapter_config.json").read_text(encoding="utf8"))
+    if info.get("group", GROUP) != GROUP:
+        raise ValueError(Errors.E199.format(group=info["group"], expected=GROUP))
     config = json.loads((base / "config.json").read_text(encoding="utf8"))
     config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
                    "id2label": dict(enumerate(LABELS)), "label2id": {label: i for i, label in enumerate(LABELS)}})
