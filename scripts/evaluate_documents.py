@@ -46,6 +46,7 @@ def find_data(name: Path, folders: List[Path]) -> Path:
 
 def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
+    dtype: str = typer.Option("auto", help="The first model's forward passes (auto, float32, bfloat16, int8); --rescorer auto follows it, a named rescorer keeps auto."),
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
@@ -72,7 +73,8 @@ def main(
     news = news[:n_news]
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
-    config = {"model": {"model": model}, "rescorer": rescorer_config(rescorer), "rescore_top_k": rescore_top_k}
+    config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
+              "rescore_top_k": rescore_top_k}
     detector = nlp.add_pipe("contradiction_detector", config=config)
     rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
@@ -81,7 +83,7 @@ def main(
         for start in range(0, len(docs), 4):
             scores.extend(detector.predict(docs[start:start + 4]))
             bar.update(len(docs[start:start + 4]))
-    results = {"model": model, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
+    results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold
