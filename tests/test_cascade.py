@@ -127,3 +127,33 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True)
     assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
     assert len(row["inconsistencies"]) <= 3
+
+
+def test_cascade_with_alignment_reuses_the_first_stage_facts(tiny_nli, tmp_path, monkeypatch):
+    """With alignment evidence in the rescorer's pair score, the cascade's top-k scores are the
+    rescorer-alone scores (so the reused facts are the right ones), and each Doc is parsed once."""
+    from spacy_inconsistency.components import pairwise
+    from spacy_inconsistency.pair_score import LogisticModel, PairScoreModel, feature_names
+
+    path = build_tiny_nli(tmp_path / "aligned", {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=3)
+    models = []
+    for with_alignment in (True, False):
+        names = feature_names(with_alignment)
+        # every feature weighs, so wrong facts (another pair's, or none) change the scores
+        coef = [1.0 if name == "c_min" else 0.5 for name in names]
+        models.append(LogisticModel(names, [0.0] * len(names), [1.0] * len(names), coef, 0.0))
+    PairScoreModel(models[0], models[1], threshold=0.5, info={"test": "aligned"}).to_disk(path / "pair_scorer.json")
+    write_min_pair_scorer(tmp_path / "first.json")
+    first = {"pair_scorer": str(tmp_path / "first.json"), "alignment": True}
+    plain = scores(*detector(tiny_nli, **first), PARAGRAPH)
+    alone = scores(*detector(str(path), alignment=True), PARAGRAPH)
+    calls = []
+    real = pairwise.unit_alignment
+    monkeypatch.setattr(pairwise, "unit_alignment", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cascade = scores(*detector(tiny_nli, str(path), rescore_top_k=3, **first), PARAGRAPH)
+    assert len(calls) == 1
+    top = numpy.argsort(-plain.score, kind="stable")[:3]
+    assert numpy.allclose(cascade.score[top], alone.score[top], atol=1e-5)
+    # and the alignment evidence matters here: without it the scores differ
+    no_alignment = scores(*detector(str(path), alignment=False), PARAGRAPH)
+    assert not numpy.allclose(no_alignment.score[top], alone.score[top], atol=1e-3)
