@@ -19,15 +19,18 @@ from typing import Any, Dict, List
 import typer
 
 SETTINGS: Dict[str, Dict[str, Any]] = {
-    # The default: the embedded model, its 8 highest pairs per document re-scored by mpnet-lora.
+    # The default: the embedded model, its 8 highest pairs per document re-scored by mpnet-lora
+    # (dtype "auto": the first model in bf16 on CPUs with native bf16, the second in float32).
     "default": {},
-    # The embedded model alone (the default until the cascade).
-    "single": {"rescorer": None},
+    # The cascade in float32 (the default on CPUs without native bf16).
+    "fp32": {"model": {"dtype": "float32"}},
+    # The embedded model alone in float32 (the default until the cascade).
+    "single": {"rescorer": None, "model": {"dtype": "float32"}},
     "previous": {
-        "aggregation": "min", "threshold": 0.5, "rescorer": None,
+        "aggregation": "min", "threshold": 0.5, "rescorer": None, "model": {"dtype": "float32"},
         "candidates": {"@misc": "spacy-inconsistency.candidates.classic.v1", "window": 4, "max_all_pairs": 100},
     },
-    # Cheaper forward passes (NLIBackend `dtype`; the rescorer follows the first model's).
+    # Cheaper forward passes (NLIBackend `dtype`; the rescorer follows an explicit one).
     "bf16": {"model": {"dtype": "bfloat16"}},
     "int8": {"model": {"dtype": "int8"}},
     # bf16 for the first model only; the second stage, which decides, in float32.

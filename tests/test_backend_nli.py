@@ -56,8 +56,8 @@ def test_label_index_by_name_not_position():
 
 
 def test_scores_match_unbatched_transformers(tiny_nli):
-    backend = NLIBackend(tiny_nli, device="cpu", max_batch_size=3)
-    expected = reference_probs(tiny_nli, PAIRS)
+    backend = NLIBackend(tiny_nli, device="cpu", max_batch_size=3, dtype="float32")
+    expected = reference_probs(tiny_nli, PAIRS)  # float32 transformers
     got = backend.predict_proba(PAIRS)
     numpy.testing.assert_allclose(got, expected, atol=1e-5)
     by_label = backend.predict(PAIRS)
@@ -207,8 +207,34 @@ def test_cheaper_dtypes_stay_close_to_float32(tiny_nli, dtype, tolerance):
     else:
         assert backend.model.dtype == torch.bfloat16
     # The float model that others share is left as it was.
-    assert NLIBackend(tiny_nli, device="cpu").model.dtype == torch.float32
+    assert NLIBackend(tiny_nli, device="cpu", dtype="float32").model.dtype == torch.float32
     assert pickle.loads(pickle.dumps(backend)).dtype_name == dtype
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+flags\t\t: fpu vme sse sse2 avx2 avx512f avx512bw{extra}
+bogomips\t: 4200.00
+"""
+
+
+@pytest.mark.parametrize("extra,native", [("", False), (" avx512_bf16", True), (" amx_tile amx_bf16", True)])
+def test_native_bf16_is_read_from_the_cpu_flags(extra, native):
+    from spacy_inconsistency.backends.loading import cpu_has_native_bf16
+
+    assert cpu_has_native_bf16(CPUINFO.format(extra=extra)) is native
+    assert cpu_has_native_bf16("Features\t: fp asimd bf16") is False  # ARM's flag is not measured here
+    assert cpu_has_native_bf16("") is False
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_auto_dtype_is_bf16_only_on_cpus_that_have_it(tiny_nli, monkeypatch, native):
+    import spacy_inconsistency.backends.nli as nli
+
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: native)
+    backend = NLIBackend(tiny_nli, device="cpu")
+    assert backend.dtype_name == ("bfloat16" if native else "float32")
+    assert backend.model.dtype == (torch.bfloat16 if native else torch.float32)
 
 
 def test_bad_dtype_is_refused(tiny_nli):

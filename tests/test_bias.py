@@ -407,7 +407,8 @@ def test_nli_judge_is_entailment_argmax(tiny_nli, datasets):
     from spacy_inconsistency.backends.nli import NLIBackend
     from spacy_inconsistency.bias.judges import argument_pair
 
-    backend = NLIBackend(tiny_nli, device="cpu")
+    # float32: bf16 ("auto" on CPUs with native bf16) rounds some of the tiny model's scores into ties.
+    backend = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     rows = datasets["en"][:24]
     verdicts = NLIValidityJudge(backend).judge(rows)
     probs = backend.predict([argument_pair(r) for r in rows])

@@ -76,7 +76,7 @@ def test_cascade_with_a_fixed_rule_applies_it_to_the_rescorers_probabilities(tin
     assert pipe.pairwise.threshold_for(len(cascade.pairs)) == 0.5  # the rule's threshold, not the rescorer's
 
 
-def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli):
+def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli, monkeypatch):
     from spacy_inconsistency.components.pairwise import DEFAULT_RESCORER, PairedRescorer
 
     nlp = spacy.blank("en")
@@ -88,6 +88,13 @@ def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli):
                                           "max_batch_size": 7}})["m"]
     second = paired.resolve(first)
     assert second.name == tiny_nli and second.dtype_name == "bfloat16" and second.max_batch_size == 7
+    # "auto" may give the first model bf16; the second stage, which decides, stays float32.
+    import spacy_inconsistency.backends.nli as nli
+
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: True)
+    first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu"}})["m"]
+    second = paired.resolve(first)
+    assert first.dtype_name == "bfloat16" and second.dtype_name == "float32"
 
 
 def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):

@@ -117,6 +117,30 @@ def resolve_device(device: str) -> Any:
     raise ValueError(Errors.E004.format(device=device))
 
 
+# CPU flags of native bf16 arithmetic (Intel AMX, AVX512-BF16); without them torch
+# emulates bf16 and it is slower than float32.
+NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def cpu_has_native_bf16(cpuinfo: Optional[str] = None) -> bool:
+    """Whether this CPU computes bf16 natively (AMX or AVX512-BF16), read from
+    /proc/cpuinfo's flags (False where there is none, e.g. macOS or Windows).
+
+    cpuinfo (Optional[str]): The text of /proc/cpuinfo; None reads it.
+    RETURNS (bool): True when a flags line names amx_bf16 or avx512_bf16.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf8", errors="replace")
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features") and set(value.split()) & set(NATIVE_BF16_FLAGS):
+            return True
+    return False
+
+
 def _missing_model_error(name: str, revision: Optional[str], err: Exception) -> OSError:
     from huggingface_hub import constants
 

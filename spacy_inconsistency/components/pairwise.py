@@ -81,7 +81,9 @@ class PairedRescorer:
     The default pairs the embedded first model with "mpnet-lora" (all-mpnet-base-v2
     with the shipped LoRA adapters), so `config={"model": {"model": "my/nli"}}`
     runs that model alone. The second stage runs on the first model's device, with
-    its dtype and batch sizes.
+    its batch sizes and dtype, except that "auto" gives it float32: the second stage
+    decides, and in bf16 it lost 1.4 points of matched AUC on the behavioural suite
+    (the first model in bf16 lost none; docs/speed.md).
     """
 
     model: str = MPNET_LORA_MODEL
@@ -92,7 +94,10 @@ class PairedRescorer:
         if first_model.name != self.first:
             return None
         keep = ("device", "dtype", "max_batch_size", "max_batch_tokens", "local_files_only")
-        return NLIBackend(self.model, **{k: v for k, v in first_model.settings.items() if k in keep})
+        settings = {k: v for k, v in first_model.settings.items() if k in keep}
+        if settings.get("dtype") == "auto":
+            settings["dtype"] = "float32"
+        return NLIBackend(self.model, **settings)
 
 
 @registry.misc("spacy-inconsistency.PairedRescorer.v1")
