@@ -82,7 +82,8 @@ def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str
         first model is the embedded one), None or "none" (no second stage), or a
         model name or path.
     device (str): Device of a named rescorer ("auto" follows the first model).
-    dtype (str): Its forward passes' dtype.
+    dtype (str): Its forward passes' dtype; "auto" gives a named rescorer float32,
+        as `PairedRescorer` does (the second stage decides; docs/speed.md).
     RETURNS (Optional[Dict[str, Any]]): The config block.
     """
     from .components.pairwise import DEFAULT_RESCORER
@@ -91,7 +92,8 @@ def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str
         return None
     if rescorer == AUTO_RESCORER:
         return dict(DEFAULT_RESCORER)
-    return {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device, "dtype": dtype}
+    return {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device,
+            "dtype": "float32" if dtype == "auto" else dtype}
 
 
 def candidate_config(
@@ -385,7 +387,7 @@ def detect_cli(
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    dtype: str = typer.Option("auto", help="NLI forward passes: auto (bf16 on CUDA, fp32 on CPU), float32, bfloat16 (1.55x on this CPU, scores within 0.01), int8."),
+    dtype: str = typer.Option("auto", help="NLI forward passes: auto (bf16 on CUDA and on CPUs with AMX/AVX512-BF16 for the first model, the rescorer float32; else float32), float32, bfloat16 (both models), int8."),
     threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the learned score's fitted threshold; 0.5 for min/mean/max)."),
     window: int = typer.Option(4, help="Following units compared with each unit beyond the pair budget."),
     max_all_pairs: int = typer.Option(2000, help="Pair budget per document: all unit pairs up to this many."),

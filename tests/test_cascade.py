@@ -21,9 +21,10 @@ def rescorer_dir(tmp_path_factory) -> str:
 
 def detector(model: str, rescorer=None, **settings):
     nlp = spacy.blank("en")
-    config = {"model": {"@misc": BACKEND, "model": model}, "alignment": False, **settings}
+    # float32 on every machine ("auto" is bf16 on CPUs with native bf16): these tests are about the cascade.
+    config = {"model": {"@misc": BACKEND, "model": model, "dtype": "float32"}, "alignment": False, **settings}
     if rescorer is not None:
-        config["rescorer"] = {"@misc": BACKEND, "model": rescorer}
+        config["rescorer"] = {"@misc": BACKEND, "model": rescorer, "dtype": "float32"}
     return nlp, nlp.add_pipe("inconsistency_detector", config=config)
 
 
@@ -128,7 +129,7 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     data.write_text(PARAGRAPH, encoding="utf8")
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
-                                      "--rescorer", rescorer_dir, "--rescore-top-k", "3", "--no-progress"])
+                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "3", "--no-progress"])
     assert result.exit_code == 0, result.output
     row = json.loads(out.read_text(encoding="utf8"))
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True)
