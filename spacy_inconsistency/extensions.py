@@ -21,6 +21,8 @@ CHUNKS_KEY = "inconsistency_chunks"
 CLAIMS_KEY = "inconsistency_claims"
 # Gold labels of the claims (True = supported by the source), for the SCALE scorer.
 CLAIM_LABELS_KEY = "inconsistency_claim_labels"
+# doc.spans key of the claim-relation rationales.
+RATIONALE_KEY = "claim_relation_rationale"
 # Evidence units (char offsets) of `evidence_extractor`; its trace of LLM
 # calls is doc.user_data[EVIDENCE_TRACE]. A Doc whose judge failed (the
 # client raised) gets an error record in EVIDENCE_ERROR instead of a result.

@@ -1,11 +1,12 @@
 """Scorers for `spacy.training.Example`s, referenced from configs through `@scorers`."""
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
+from spacy.scorer import PRFScore, Scorer
 from spacy.training import Example
 from spacy.util import registry
 
 from .errors import Errors
-from .extensions import CLAIM_LABELS_KEY, CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE, SCALE_RESULTS
+from .extensions import CLAIM_LABELS_KEY, RATIONALE_KEY, CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE, SCALE_RESULTS
 
 
 def _overlaps(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
@@ -140,3 +141,42 @@ def score_scale(examples: Iterable[Example], *, threshold: float = 0.5, **kwargs
 @registry.scorers("spacy-inconsistency.scale_scorer.v1")
 def make_scale_scorer() -> Callable[..., Dict[str, Optional[float]]]:
     return score_scale
+
+
+@registry.scorers("spacy-inconsistency.claim_relation_scorer.v1")
+def make_claim_relation_scorer() -> Callable:
+    """The scorer of `claim_relation_classifier`: exclusive cats and rationale tokens."""
+    return score_claim_relation
+
+
+def score_claim_relation(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+    """Macro F / AUC of the labels and token P/R/F of the rationales.
+
+    examples (Iterable[Example]): Predicted and reference Docs.
+    RETURNS (Dict[str, Any]): `cats_*` (spaCy's textcat scores) and
+        `rationale_token_p/r/f` over tokens of side A.
+    """
+    examples = list(examples)
+    labels = kwargs.pop("labels", None)
+    if labels is None:
+        labels = sorted({k for eg in examples for k in eg.reference.cats})
+    scores = Scorer.score_cats(examples, "cats", labels=labels, multi_label=False,
+                               positive_label=None, threshold=0.0)
+    key = kwargs.get("rationale_key", RATIONALE_KEY)
+    prf = PRFScore()
+    seen = False
+    for eg in examples:
+        if key not in eg.reference.spans:
+            continue
+        seen = True
+        gold = {i for s in eg.reference.spans[key] for i in range(s.start_char, s.end_char)}
+        pred = {i for s in eg.predicted.spans.get(key, []) for i in range(s.start_char, s.end_char)}
+        gold_t = {t.i for t in eg.predicted if t.idx in gold}
+        pred_t = {t.i for t in eg.predicted if t.idx in pred}
+        prf.tp += len(gold_t & pred_t)
+        prf.fp += len(pred_t - gold_t)
+        prf.fn += len(gold_t - pred_t)
+    scores["rationale_token_p"] = prf.precision if seen else None
+    scores["rationale_token_r"] = prf.recall if seen else None
+    scores["rationale_token_f"] = prf.fscore if seen else None
+    return scores

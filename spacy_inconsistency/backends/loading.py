@@ -2,6 +2,7 @@
 import json
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -24,14 +25,24 @@ def _after_fork_in_child() -> None:
     # A forked child (e.g. `nlp.pipe(n_process=2)`) inherits torch's OpenMP
     # pool in a state it cannot use: its first parallel op hangs. One thread
     # per worker process avoids the pool, and the workers share the cores anyway.
-    if _CACHE:
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch.set_num_threads(1)
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_FORK_GUARD = []
+
+
+def guard_forks() -> None:
+    """Give forked workers one torch thread (see `_after_fork_in_child`); once per process.
+    Called where this package builds a torch model: the loader below, and the claim-relation
+    model, whose spacy-transformers encoder does not load through it."""
+    if not _FORK_GUARD and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _FORK_GUARD.append(True)
+
+
+guard_forks()
 
 
 def require_backend(model: Any, *, factory: str, backend: str, setting: str = "model") -> None:

