@@ -1,3 +1,4 @@
+import os
 import pickle
 import warnings
 
@@ -240,3 +241,22 @@ def test_auto_dtype_is_bf16_only_on_cpus_that_have_it(tiny_nli, monkeypatch, nat
 def test_bad_dtype_is_refused(tiny_nli):
     with pytest.raises(ValueError, match="E006.*dtype"):
         NLIBackend(tiny_nli, device="cpu", dtype="fp8")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_workers_get_one_torch_thread():
+    # Workers of nlp.pipe(n_process=2) are forked; with torch's pool inherited they hang.
+    import multiprocessing
+
+    from spacy_inconsistency.backends.loading import guard_forks
+
+    guard_forks()
+    guard_forks()  # once per process, however often it is called
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(torch.get_num_threads) == 1
+        assert torch.get_num_threads() == 2  # the parent keeps its threads
+    finally:
+        torch.set_num_threads(before)
