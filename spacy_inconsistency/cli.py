@@ -82,18 +82,18 @@ def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str
         first model is the embedded one), None or "none" (no second stage), or a
         model name or path.
     device (str): Device of a named rescorer ("auto" follows the first model).
-    dtype (str): Its forward passes' dtype; "auto" gives a named rescorer float32,
-        as `PairedRescorer` does (the second stage decides; docs/speed.md).
+    dtype (str): The first model's dtype; a named rescorer gets `second_stage_dtype`
+        of it ("auto": float32), as the paired one does.
     RETURNS (Optional[Dict[str, Any]]): The config block.
     """
-    from .components.pairwise import DEFAULT_RESCORER
+    from .components.pairwise import DEFAULT_RESCORER, second_stage_dtype
 
     if rescorer in (None, "none"):
         return None
     if rescorer == AUTO_RESCORER:
         return dict(DEFAULT_RESCORER)
     return {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device,
-            "dtype": "float32" if dtype == "auto" else dtype}
+            "dtype": second_stage_dtype(dtype)}
 
 
 def candidate_config(

@@ -6,7 +6,9 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .errors import Errors
-from .extensions import CLAIM_LABELS_KEY, RATIONALE_KEY, CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE, SCALE_RESULTS
+from .extensions import (
+    CLAIM_LABELS_KEY, CONTRADICTIONS, HAS_INCONSISTENCY, INCONSISTENCY_SCORE, RATIONALE_KEY, SCALE_RESULTS,
+)
 
 
 def _overlaps(a: Dict[str, Any], b: Dict[str, Any]) -> bool:

@@ -244,14 +244,18 @@ def test_bad_dtype_is_refused(tiny_nli):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_workers_get_one_torch_thread():
+def test_forked_workers_get_one_torch_thread(monkeypatch):
     # Workers of nlp.pipe(n_process=2) are forked; with torch's pool inherited they hang.
     import multiprocessing
 
     from spacy_inconsistency.backends.loading import guard_forks
 
     guard_forks()
-    guard_forks()  # once per process, however often it is called
+    registered = []
+    monkeypatch.setattr(os, "register_at_fork", lambda **hooks: registered.append(hooks))
+    guard_forks()
+    assert registered == []  # once per process, however often it is called
+    monkeypatch.undo()
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

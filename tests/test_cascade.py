@@ -96,6 +96,11 @@ def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli, monkey
     first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu"}})["m"]
     second = paired.resolve(first)
     assert first.dtype_name == "bfloat16" and second.dtype_name == "float32"
+    # The same rule for a rescorer named on the command line.
+    from spacy_inconsistency.cli import rescorer_config
+
+    assert rescorer_config(tiny_nli)["dtype"] == "float32"
+    assert rescorer_config(tiny_nli, dtype="bfloat16")["dtype"] == "bfloat16"
 
 
 def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):

@@ -38,8 +38,9 @@ def read_rows(path: Path, limit_per_source: int) -> List[dict]:
     return rows
 
 
-def hits(rows: List[dict], probs: numpy.ndarray, labels: List[str]) -> numpy.ndarray:
-    pred = [labels[i] for i in probs.argmax(1)]
+def hits(rows: List[dict], probs: numpy.ndarray) -> numpy.ndarray:
+    """Per row, whether the prediction is right; `probs` columns in `THREE_WAY` order."""
+    pred = [THREE_WAY[i] for i in probs.argmax(1)]
     out = []
     for row, p in zip(rows, pred):
         if row["label"] == "not_entailment":
@@ -71,7 +72,7 @@ def main(
         seconds = time.perf_counter() - start
         # Reorder columns to entailment, neutral, contradiction.
         probs = probs[:, [labels.index(label) for label in THREE_WAY]]
-        hit = hits(rows, probs, list(THREE_WAY))
+        hit = hits(rows, probs)
         entry = {
             "dtype": backend.dtype_name, "pairs_per_s": len(pairs) / seconds, "accuracy": float(hit.mean()),
             "by_source": {s: float(hit[[r["source"] == s for r in rows]].mean()) for s in sources},
@@ -84,7 +85,6 @@ def main(
                          accuracy_change=float(hit.mean() - reference[1].mean()),
                          same_argmax=float((probs.argmax(1) == reference[0].argmax(1)).mean()))
         results[name] = entry
-        del backend
     typer.echo(f"{model}: {len(rows)} held-out rows from {heldout}")
     typer.echo("| dtype | accuracy | " + " | ".join(sources) + " | pairs/s | max abs diff P(c) | same argmax |")
     typer.echo("|---" * (len(sources) + 5) + "|")

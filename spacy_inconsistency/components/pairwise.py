@@ -73,6 +73,13 @@ CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", 
             "rescore_top_k")
 
 
+def second_stage_dtype(dtype: str) -> str:
+    """The dtype of a cascade's second stage for a `dtype` setting: "auto" is float32
+    (the second stage decides, and in bf16 it lost 1.4 points of matched AUC on the
+    behavioural suite, the first model none; docs/speed.md); others are kept."""
+    return "float32" if dtype == "auto" else dtype
+
+
 @dataclass(frozen=True)
 class PairedRescorer:
     """The second stage trained and measured with one first model: an NLI backend
@@ -81,9 +88,7 @@ class PairedRescorer:
     The default pairs the embedded first model with "mpnet-lora" (all-mpnet-base-v2
     with the shipped LoRA adapters), so `config={"model": {"model": "my/nli"}}`
     runs that model alone. The second stage runs on the first model's device, with
-    its batch sizes and dtype, except that "auto" gives it float32: the second stage
-    decides, and in bf16 it lost 1.4 points of matched AUC on the behavioural suite
-    (the first model in bf16 lost none; docs/speed.md).
+    its batch sizes and dtype (see `second_stage_dtype`: "auto" gives it float32).
     """
 
     model: str = MPNET_LORA_MODEL
@@ -95,8 +100,7 @@ class PairedRescorer:
             return None
         keep = ("device", "dtype", "max_batch_size", "max_batch_tokens", "local_files_only")
         settings = {k: v for k, v in first_model.settings.items() if k in keep}
-        if settings.get("dtype") == "auto":
-            settings["dtype"] = "float32"
+        settings["dtype"] = second_stage_dtype(settings["dtype"])
         return NLIBackend(self.model, **settings)
 
 
