@@ -21,8 +21,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .candidates import all_pairs, run_strategy
-from .components.pairwise import ContradictionDetector
-from .pair_scoring import LEARNED, ProbeScores, doc_units, has_content, score_pairs, unit_alignment
+from .pair_scoring import PairDetector, ProbeScores, doc_units, has_content, score_pairs, unit_alignment
 from .errors import Errors, Warnings
 from .extensions import unit_record
 
@@ -36,14 +35,14 @@ LARGE_ALL_PAIRS = 100_000
 DocLike = Union[Doc, str]
 
 
-def get_detector(nlp: Language, name: Optional[str] = None) -> ContradictionDetector:
+def get_detector(nlp: Language, name: Optional[str] = None) -> PairDetector:
     """The pipeline's contradiction detector.
 
     nlp (Language): The pipeline.
     name (Optional[str]): Component name; None takes the first
         `contradiction_detector` or `inconsistency_detector` in the pipeline.
-    RETURNS (ContradictionDetector): The detector (for `inconsistency_detector`,
-        its pairwise part).
+    RETURNS (PairDetector): The detector (for `inconsistency_detector`, its
+        pairwise part); `detector.pair_settings()` says how it scores pairs.
     """
     names = [name] if name is not None else nlp.pipe_names
     for pipe_name in names:
@@ -51,15 +50,15 @@ def get_detector(nlp: Language, name: Optional[str] = None) -> ContradictionDete
             break
         pipe = nlp.get_pipe(pipe_name)
         pipe = getattr(pipe, "pairwise", pipe)
-        if isinstance(pipe, ContradictionDetector):
+        if isinstance(pipe, PairDetector):
             return pipe
     raise ValueError(Errors.E186.format(name=name or "contradiction_detector"))
 
 
-def _prepare(nlp: Language, docs: Sequence[DocLike], detector: ContradictionDetector) -> List[Doc]:
+def _prepare(nlp: Language, docs: Sequence[DocLike], detector: PairDetector) -> List[Doc]:
     """Docs as given; strings run through the pipeline without the detectors."""
     detector_names = [
-        n for n, p in nlp.pipeline if isinstance(getattr(p, "pairwise", p), ContradictionDetector)
+        n for n, p in nlp.pipeline if isinstance(getattr(p, "pairwise", p), PairDetector)
     ]
     # `inconsistency_detector` segments inside itself; its segmenter runs here.
     segmenters = [p for n, p in nlp.pipeline if getattr(p, "pairwise", None) is detector and hasattr(p, "segment")]
@@ -78,13 +77,13 @@ def _prepare(nlp: Language, docs: Sequence[DocLike], detector: ContradictionDete
     return out
 
 
-def _units(doc: Doc, detector: ContradictionDetector) -> List[Span]:
+def _units(doc: Doc, detector: PairDetector) -> List[Span]:
     # A Doc with neither units nor sentences is one statement.
-    units_key = detector.cfg["units_key"]
-    if units_key not in doc.spans and not doc.has_annotation("SENT_START"):
+    settings = detector.pair_settings()
+    if settings.units_key not in doc.spans and not doc.has_annotation("SENT_START"):
         units = [doc[:]] if len(doc) else []
     else:
-        units = doc_units(doc, units_key, detector.name)
+        units = doc_units(doc, settings.units_key, settings.name)
     return [u for u in units if has_content(u)]
 
 
@@ -131,6 +130,7 @@ def find_contradictions(
         `directions`.
     """
     pipe = get_detector(nlp, detector)
+    settings = pipe.pair_settings()
     docs = _prepare(nlp, docs, pipe)
     labels = _sources(docs, sources)
     units: List[Span] = []
@@ -140,9 +140,9 @@ def find_contradictions(
         units.extend(doc_unit_list)
         owner.extend([i] * len(doc_unit_list))
     texts = [u.text.strip() for u in units]
-    probed = ProbeScores(pipe.model, texts, chunk_size=chunk_size)
-    if pipe.candidates is not None:
-        pairs = run_strategy(pipe.candidates, units, scorer=probed)
+    probed = ProbeScores(settings.model, texts, chunk_size=chunk_size)
+    if settings.candidates is not None:
+        pairs = run_strategy(settings.candidates, units, scorer=probed)
     else:
         pairs = all_pairs(len(units))
         if len(pairs) > LARGE_ALL_PAIRS:
@@ -152,11 +152,11 @@ def find_contradictions(
         same = doc_of[pairs[:, 0]] == doc_of[pairs[:, 1]]
         keep = (same & within_docs) | (~same & across_docs)
         pairs = pairs[keep]
-    cut = pipe.threshold if threshold is None else threshold
-    learned = pipe.aggregation == LEARNED and pipe.cfg["alignment"]
+    cut = settings.threshold if threshold is None else threshold
     scores = score_pairs(
-        pipe.model, texts, pairs, probed=probed, aggregation=pipe.aggregation, threshold=cut,
-        chunk_size=chunk_size, pair_scorer=pipe.pair_scorer, facts=unit_alignment(units, pairs) if learned else None,
+        settings.model, texts, pairs, probed=probed, aggregation=settings.aggregation, threshold=cut,
+        chunk_size=chunk_size, pair_scorer=settings.pair_scorer,
+        facts=unit_alignment(units, pairs) if settings.uses_alignment else None,
     )
     logger.info("scored %d of %d unit pairs", len(pairs), len(units) * (len(units) - 1) // 2)
     keep_idx = numpy.flatnonzero(scores.score >= cut)

@@ -9,7 +9,7 @@ directions; the two directions are combined either by a fixed rule (`min`,
 (`spacy_inconsistency.alignment`).
 """
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy
 from spacy.tokens import Doc, Span
@@ -58,6 +58,47 @@ class PairScores:
     @property
     def max_score(self) -> float:
         return float(self.score.max()) if len(self.score) else 0.0
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """What scoring unit pairs outside a Doc needs of a contradiction detector.
+
+    A detector hands these to cross-Doc comparison (`spacy_inconsistency.compare`),
+    so that code can score pairs the detector's way without importing the
+    component.
+
+    name (str): The component's name (for messages).
+    model (NLIBackend): The (first) NLI model.
+    units_key (str): `doc.spans` key of the statement units.
+    candidates (Optional[Callable]): The candidate strategy; None: all pairs.
+    aggregation (str): The aggregation in use ("learned", "min", "mean", "max").
+    threshold (float): The threshold in use.
+    pair_scorer (Optional[PairScoreModel]): The learned pair score, if any.
+    alignment (bool): Whether the learned score reads alignment evidence.
+    """
+
+    name: str
+    model: NLIBackend
+    units_key: str
+    candidates: Optional[Callable]
+    aggregation: str
+    threshold: float
+    pair_scorer: Optional[PairScoreModel]
+    alignment: bool
+
+    @property
+    def uses_alignment(self) -> bool:
+        """Whether pair scores need the units' alignment facts."""
+        return self.aggregation == LEARNED and self.alignment
+
+
+@runtime_checkable
+class PairDetector(Protocol):
+    """A pipeline component that scores unit pairs and says how (`contradiction_detector`)."""
+
+    def pair_settings(self) -> PairSettings:
+        ...
 
 
 def doc_units(doc: Doc, units_key: str, component: str) -> List[Span]:

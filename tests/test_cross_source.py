@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 import spacy
@@ -81,6 +82,32 @@ def test_detector_lookup(tiny_nli):
     assert sorted(f["units"][0]["text"] for f in found) == ["A holds.", "B holds."]
     with pytest.raises(ValueError, match="E186"):
         get_detector(nlp, "missing")
+
+
+def test_pair_settings_are_the_detectors_own(tiny_nli, tmp_path):
+    # Cross-source comparison reads the detector through `pair_settings()`: what it gets must
+    # be what the detector uses, including the fallback of a model without a learned score.
+    window = {"@misc": "spacy-inconsistency.candidates.window.v1", "window": 1}
+    detector = make_nlp(tiny_nli, candidates=window).get_pipe("contradiction_detector")
+    settings = detector.pair_settings()
+    assert settings.aggregation == "learned" and settings.uses_alignment
+    assert settings.pair_scorer is detector.pair_scorer is not None
+    assert settings.model is detector.model and settings.candidates is detector.candidates
+    assert settings.units_key == detector.cfg["units_key"] and settings.name == "contradiction_detector"
+    assert settings.threshold == detector.pair_scorer.threshold
+    detector.cfg["threshold"] = 0.25
+    assert detector.pair_settings().threshold == 0.25
+    # The same model without its learned score: "learned" falls back to `min` at 0.5.
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny_nli, bare)
+    (bare / "pair_scorer.json").unlink()
+    with pytest.warns(UserWarning, match="W003"):
+        fallback = make_nlp(str(bare)).get_pipe("contradiction_detector").pair_settings()
+    assert (fallback.aggregation, fallback.threshold, fallback.pair_scorer) == ("min", 0.5, None)
+    assert not fallback.uses_alignment
+    # A pipe without `pair_settings` is not taken for a detector.
+    with pytest.raises(ValueError, match="E186"):
+        get_detector(make_nlp(tiny_nli), "sentencizer")
 
 
 def test_default_model_finds_the_contradiction_across_years():

@@ -24,6 +24,7 @@ from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have
     AGGREGATION_OPTIONS,
     LEARNED,
     PairScores,
+    PairSettings,
     ProbeScores,
     candidate_pairs,
     check_aggregation,
@@ -271,6 +272,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
         if self._pair_scorer is not None:
             return self._pair_scorer.threshold
         return DEFAULT_RULE_THRESHOLD
+
+    def pair_settings(self) -> PairSettings:
+        """How this detector's first stage scores pairs, for scoring outside a Doc."""
+        return PairSettings(
+            name=self.name, model=self.model, units_key=self.cfg["units_key"], candidates=self.candidates,
+            aggregation=self._aggregation, threshold=self.threshold, pair_scorer=self._pair_scorer,
+            alignment=bool(self.cfg["alignment"]),
+        )
 
     def __call__(self, doc: Doc) -> Doc:
         self.set_annotations([doc], self.predict([doc]))
