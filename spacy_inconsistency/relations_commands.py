@@ -1,4 +1,4 @@
-"""CLI commands of the claim-relation work: reproduce-political, convert-*, evaluate-*."""
+"""CLI commands of the claim-relation work: convert-*, evaluate-* (the paper reproductions are in reproductions/)."""
 import json
 from pathlib import Path
 from typing import Optional
@@ -6,44 +6,6 @@ from typing import Optional
 import typer
 
 from .cli_app import app
-
-
-@app.command("reproduce-political")
-def reproduce_political_cli(
-    data: Path = typer.Option(..., "--data", help="df_gold.csv or the folder holding it."),
-    output: Path = typer.Option(..., "--output", "-o", help="JSON file to write."),
-    seeds: int = typer.Option(10, help="Protocol runs with seeds 0..N-1 (tie-breaks, resamples)."),
-    predictions: Optional[Path] = typer.Option(
-        None, help="Optional JSON {row name: [label per sample]} of more models (e.g. cross-validated)."),
-    model_majority: str = typer.Option(
-        "published", help="'published': the majority labels in df_gold.csv (the paper's tie-breaks); "
-                          "'recompute': majority of the 5 runs, ties drawn per seed."),
-    progress: bool = typer.Option(True, help="Progress bar on stderr."),
-) -> None:
-    """Tables 3/4 and Krippendorff's alpha of the political benchmark, from the published runs."""
-    from tqdm import tqdm
-
-    from .political import read_political, reproduce_political
-
-    records = read_political(data)
-    extra = json.loads(predictions.read_text(encoding="utf-8")) if predictions else None
-    with tqdm(total=2 * seeds, desc="protocol", disable=not progress) as bar:
-        result = reproduce_political(records, seeds=list(range(seeds)), extra_predictions=extra,
-                                     model_majority=model_majority, progress=bar.update)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    for key in ("table_3", "table_4"):
-        table = result[key]
-        typer.echo(f"{key} ({table['n_classes']} classes), mean over {seeds} seeds (paper):")
-        for row, cells in table["over_seeds"].items():
-            paper = table["paper"].get(row, {})
-            shown = [f"{c}: {v['mean']:.3f}" + (f" ({paper[c]:.3f})" if c in paper else "")
-                     for c, v in cells.items() if not paper or c in paper]
-            typer.echo(f"  {row}: " + ", ".join(shown))
-        typer.echo(f"  largest |mean - paper|: {table['max_abs_diff']:.3f}")
-    alpha = result["alpha"]
-    typer.echo(f"alpha 5 classes ordinal {alpha['first_seed']['5']:.3f} (paper 0.528), "
-               f"3 classes nominal {alpha['first_seed']['3']:.3f} (paper 0.507)")
 
 
 def _load_docs(nlp, path: Path):
@@ -112,8 +74,6 @@ def evaluate_claimdiff(model: Path, corpus: Path, *, positive: Optional[str] = N
         "rationale": {"n_pairs_with_gold_rationale": len(gold_r), "token_f1": 100 * tok["f1"],
                       "token_p": 100 * tok["p"], "token_r": 100 * tok["r"],
                       "iou_f1_0.5": 100 * iou["micro_f1"], "iou_f1_0.5_macro": 100 * iou["macro_f1"]},
-        "paper_table_2_roberta_mnli": {"S": {"auroc": 79.76, "f1": 77.86, "precision": 70.80, "recall": 86.48},
-                                       "W": {"auroc": 74.81, "f1": 45.33, "precision": 48.11, "recall": 42.86}},
     }
 
 
@@ -179,7 +139,7 @@ def evaluate_political_cli(
     not every fold has a model, all rows (humans and LLMs included) are scored
     on the covered samples only, so the comparison stays like for like.
     """
-    from .political import read_political, reproduce_political
+    from .political import protocol_tables, read_political
 
     records = read_political(data)
     predicted = {}
@@ -197,7 +157,7 @@ def evaluate_political_cli(
         raise typer.BadParameter(f"no fold{{k}}/model-best under {models}")
     keep = sorted(predicted)
     subset = [records[i] for i in keep]
-    result = reproduce_political(subset, seeds=list(range(seeds)),
+    result = protocol_tables(subset, seeds=list(range(seeds)),
                                  extra_predictions={name: [predicted[i] for i in keep]})
     result["folds"] = used
     result["samples"] = len(keep)
