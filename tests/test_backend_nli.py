@@ -264,3 +264,29 @@ def test_forked_workers_get_one_torch_thread(monkeypatch):
         assert torch.get_num_threads() == 2  # the parent keeps its threads
     finally:
         torch.set_num_threads(before)
+
+
+def test_pad_features_pads_each_side_and_falls_back_to_eos(tiny_nli):
+    from transformers import AutoTokenizer
+
+    from spacy_inconsistency.backends.batching import pad_features
+
+    tok = AutoTokenizer.from_pretrained(tiny_nli)
+    features = [{"input_ids": [5, 6, 7], "token_type_ids": [0, 1, 1]}, {"input_ids": [8], "token_type_ids": [0]}]
+    right = pad_features(tok, features, side="right")
+    pad = tok.pad_token_id
+    assert right["input_ids"].tolist() == [[5, 6, 7], [8, pad, pad]]
+    assert right["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert right["token_type_ids"].tolist() == [[0, 1, 1], [0, 0, 0]]
+    left = pad_features(tok, [{"input_ids": f["input_ids"]} for f in features], side="left")
+    assert left["input_ids"].tolist() == [[5, 6, 7], [pad, pad, 8]]
+    assert left["attention_mask"].tolist() == [[1, 1, 1], [0, 0, 1]]
+    # A tokenizer without a padding token pads with its end-of-sequence token ...
+    tok.pad_token = None
+    tok.eos_token = "[SEP]"
+    assert pad_features(tok, features, side="right")["input_ids"].tolist()[1] == [8, tok.sep_token_id, tok.sep_token_id]
+    # ... and one with neither says so.
+    tok.pad_token = None
+    tok.eos_token = None
+    with pytest.raises(ValueError, match="E006"):
+        pad_features(tok, features, side="right")

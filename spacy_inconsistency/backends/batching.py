@@ -1,6 +1,6 @@
 """Length-sorted batches under a token budget, and CUDA out-of-memory retries."""
 import warnings
-from typing import Callable, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy
 
@@ -132,3 +132,29 @@ class BudgetedBatches:
             torch.cuda.empty_cache()
         if self.n_oom_retries == 1:
             warnings.warn(Warnings.W002.format(size=size))
+
+
+def pad_features(tokenizer: Any, features: List[Dict[str, List[int]]], *, side: str) -> Dict[str, Any]:
+    """One batch of encoded inputs as padded tensors, with the tokenizer's own `pad`.
+
+    A tokenizer without a padding token (some decoder-only models) pads with
+    its end-of-sequence token: the attention mask hides the padding either way.
+
+    tokenizer (Any): A Hugging Face tokenizer.
+    features (List[Dict[str, List[int]]]): `input_ids` and optionally
+        `token_type_ids` / `attention_mask` per input.
+    side (str): "right" or "left" (decoder-only models read the last position).
+    RETURNS (Dict[str, Any]): int64 tensors of shape (batch, longest), with an
+        `attention_mask`.
+    """
+    if tokenizer.pad_token_id is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(Errors.E006.format(name="tokenizer", expected="a padding or end-of-sequence token",
+                                                value=type(tokenizer).__name__))
+        tokenizer.pad_token = tokenizer.eos_token
+    # transformers' own wrapper: `pad` on a fast tokenizer otherwise advises `__call__`, but
+    # these inputs are already encoded (and truncated where needed).
+    from transformers.data.data_collator import pad_without_fast_tokenizer_warning
+
+    return dict(pad_without_fast_tokenizer_warning(
+        tokenizer, features, padding=True, padding_side=side, return_attention_mask=True, return_tensors="pt"))

@@ -22,7 +22,7 @@ import numpy
 from spacy.util import registry
 
 from ..errors import Errors
-from .batching import BudgetedBatches
+from .batching import BudgetedBatches, pad_features
 from .loading import DEFAULT_MODEL, _missing_model_error, cached, logger, resolve_device, resolve_model
 
 SEQ2SEQ = "seq2seq"
@@ -403,22 +403,8 @@ class EntailmentBackend(BudgetedBatches):
         return self.run_batches(lengths, lambda idx: self._forward([build(i) for i in idx]), out)
 
     def _pad(self, inputs: List[Input], *, left: bool) -> Tuple[Any, Any]:
-        import torch
-
-        width = max(len(ids) for ids, _ in inputs)
-        pad_id = self.tokenizer.pad_token_id
-        if pad_id is None:
-            pad_id = self.tokenizer.eos_token_id or 0
-        ids_array = numpy.full((len(inputs), width), pad_id, dtype=numpy.int64)
-        mask = numpy.zeros((len(inputs), width), dtype=numpy.int64)
-        for row, (ids, _) in enumerate(inputs):
-            if left:
-                ids_array[row, width - len(ids) :] = ids
-                mask[row, width - len(ids) :] = 1
-            else:
-                ids_array[row, : len(ids)] = ids
-                mask[row, : len(ids)] = 1
-        return torch.from_numpy(ids_array).to(self.device), torch.from_numpy(mask).to(self.device)
+        batch = pad_features(self.tokenizer, [{"input_ids": ids} for ids, _ in inputs], side="left" if left else "right")
+        return batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
 
     def _forward(self, inputs: List[Input]) -> numpy.ndarray:
         import torch

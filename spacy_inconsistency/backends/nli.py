@@ -7,7 +7,7 @@ import numpy
 from spacy.util import registry
 
 from ..errors import Errors, Warnings
-from .batching import BudgetedBatches
+from .batching import BudgetedBatches, pad_features
 from .loading import DEFAULT_MODEL, cpu_has_native_bf16, load_model, resolve_device, resolve_model
 
 ENTAILMENT = "entailment"
@@ -231,20 +231,8 @@ class NLIBackend(BudgetedBatches):
     def _forward(self, features: List[Dict[str, List[int]]]) -> numpy.ndarray:
         import torch
 
-        width = max(len(f["input_ids"]) for f in features)
-        pad_id = self.tokenizer.pad_token_id or 0
-        arrays = {}
-        for key in features[0]:
-            fill = pad_id if key == "input_ids" else 0
-            array = numpy.full((len(features), width), fill, dtype=numpy.int64)
-            for row, f in enumerate(features):
-                array[row, : len(f[key])] = f[key]
-            arrays[key] = torch.from_numpy(array).to(self.device)
-        if "attention_mask" not in arrays:
-            mask = numpy.zeros((len(features), width), dtype=numpy.int64)
-            for row, f in enumerate(features):
-                mask[row, : len(f["input_ids"])] = 1
-            arrays["attention_mask"] = torch.from_numpy(mask).to(self.device)
+        batch = pad_features(self.tokenizer, features, side="right")
+        arrays = {key: value.to(self.device) for key, value in batch.items()}
         with torch.inference_mode():
             logits = self.model(**arrays).logits
             probs = torch.softmax(logits.float(), dim=-1)
