@@ -38,6 +38,7 @@ import numpy
 from spacy.tokens import Span
 from spacy.util import registry
 
+from . import defaults
 from .backends.embeddings import SentenceEncoder, block_rows, nearest_neighbours
 from .errors import Errors, Warnings
 
@@ -107,7 +108,7 @@ def neighbour_pairs(neighbours: numpy.ndarray) -> numpy.ndarray:
 
 
 @registry.misc("spacy-inconsistency.candidates.window.v1")
-def make_window_strategy(window: int = 4) -> CandidateStrategy:
+def make_window_strategy(window: int = defaults.WINDOW) -> CandidateStrategy:
     """Each unit with the `window` units after it (in the order given).
 
     window (int): How many following units each unit is paired with.
@@ -313,7 +314,9 @@ class LexicalOverlap:
 
 
 @registry.misc("spacy-inconsistency.candidates.budget.v1")
-def make_budget_strategy(max_pairs: int = 2000, window: int = 4, k: int = 10) -> CandidateStrategy:
+def make_budget_strategy(
+    max_pairs: int = defaults.MAX_ALL_PAIRS, window: int = defaults.WINDOW, k: int = defaults.LEXICAL_PARTNERS
+) -> CandidateStrategy:
     """All pairs up to a budget; beyond it, neighbours in the text and by shared words.
 
     A Doc with at most `max_pairs` unit pairs has all of them compared, so a

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 import typer
 
+from . import defaults
 from .backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL
 from .cli_app import app  # noqa: F401  (re-exported: `from spacy_inconsistency.cli import app`)
 from .io import InputRecord, read_inputs
@@ -24,13 +25,13 @@ def build_pipeline(
     device: str = "auto",
     dtype: str = "auto",
     threshold: Optional[float] = None,
-    window: int = 4,
-    max_all_pairs: int = 2000,
-    aggregation: str = "learned",
+    window: int = defaults.WINDOW,
+    max_all_pairs: int = defaults.MAX_ALL_PAIRS,
+    aggregation: str = defaults.AGGREGATION,
     max_chars: int = 10_000_000,
     candidates: Optional[Dict[str, Any]] = None,
     rescorer: Optional[str] = AUTO_RESCORER,
-    rescore_top_k: int = 8,
+    rescore_top_k: int = defaults.RESCORE_TOP_K,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -389,11 +390,11 @@ def detect_cli(
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     dtype: str = typer.Option("auto", help="NLI forward passes: auto (bf16 on CUDA and on CPUs with AMX/AVX512-BF16 for the first model, the rescorer float32; else float32), float32, bfloat16 (both models), int8."),
     threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the learned score's fitted threshold; 0.5 for min/mean/max)."),
-    window: int = typer.Option(4, help="Following units compared with each unit beyond the pair budget."),
-    max_all_pairs: int = typer.Option(2000, help="Pair budget per document: all unit pairs up to this many."),
-    aggregation: str = typer.Option("learned", help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
+    window: int = typer.Option(defaults.WINDOW, help="Following units compared with each unit beyond the pair budget."),
+    max_all_pairs: int = typer.Option(defaults.MAX_ALL_PAIRS, help="Pair budget per document: all unit pairs up to this many."),
+    aggregation: str = typer.Option(defaults.AGGREGATION, help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
     rescorer: str = typer.Option(AUTO_RESCORER, help="The larger NLI model that re-scores each document's top pairs: auto (mpnet-lora, all-mpnet-base-v2 + the shipped adapters, when --model is the embedded default; run `download` once), mpnet-lora, a model directory with its pair_scorer.json, or none (the first model alone: ~1.4x faster, weaker)."),
-    rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
+    rescore_top_k: int = typer.Option(defaults.RESCORE_TOP_K, help="Pairs per document the --rescorer sees."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
     n_process: int = typer.Option(1, help="Worker processes."),

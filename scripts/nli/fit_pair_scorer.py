@@ -97,14 +97,14 @@ class DetectorPairs:
     def __init__(self, model, *, max_all_pairs: int):
         import spacy
 
+        from spacy_inconsistency import defaults
         from spacy_inconsistency.candidates import BudgetStrategy
-        from spacy_inconsistency.components.pairwise import DEFAULT_SETTINGS
         from spacy_inconsistency.segment import Segmenter
 
         self.model = model
         self.nlp = spacy.blank("en")
         self.segmenter = Segmenter()
-        self.budget = BudgetStrategy(max_pairs=max_all_pairs, window=DEFAULT_SETTINGS["window"], k=10)
+        self.budget = BudgetStrategy(max_pairs=max_all_pairs, window=defaults.WINDOW, k=defaults.LEXICAL_PARTNERS)
 
     def __call__(self, text: str):
         """(units, pairs, forward, backward, alignment); pairs is empty when there is nothing to compare."""

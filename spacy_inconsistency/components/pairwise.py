@@ -14,6 +14,7 @@ from spacy.util import minibatch, registry
 from thinc.api import Config
 
 from .. import candidates as _candidates
+from .. import defaults
 from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, require_backend
 from ..backends.nli import CONTRADICTION, NLIBackend
 from ..errors import Errors, Warnings
@@ -57,19 +58,18 @@ logger = logging.getLogger("spacy_inconsistency.pairwise")
 logger.addHandler(logging.NullHandler())
 # Docs with at least this many units get a progress line in the log.
 LONG_DOC_UNITS = 1000
-# Defaults shared by `contradiction_detector` and `inconsistency_detector`.
+# Defaults shared by `contradiction_detector` and `inconsistency_detector` (values in `defaults.py`).
 DEFAULT_SETTINGS: Dict[str, Any] = {
-    "window": 4,
-    "max_all_pairs": 2000,
+    "window": defaults.WINDOW,
+    "max_all_pairs": defaults.MAX_ALL_PAIRS,
     "threshold": None,
-    "aggregation": LEARNED,
-    "speakers": "same",
-    "alignment": True,
+    "aggregation": defaults.AGGREGATION,
+    "speakers": defaults.SPEAKERS,
+    "alignment": defaults.ALIGNMENT,
     "pair_scorer": None,
-    "rescore_top_k": 8,
+    "rescore_top_k": defaults.RESCORE_TOP_K,
 }
-# Threshold of the fixed rules (min/mean/max) when none is given.
-DEFAULT_RULE_THRESHOLD = 0.5
+DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
             "rescore_top_k")
 
@@ -381,7 +381,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
             if scorer is None and _candidates.needs_scorer(self.candidates):
                 scorer = ProbeScores(self.model, [u.text.strip() for u in units])
             return _candidates.run_strategy(self.candidates, units, scorer=scorer)
-        budget = _candidates.BudgetStrategy(max_pairs=self.cfg["max_all_pairs"], window=self.cfg["window"], k=10)
+        budget = _candidates.BudgetStrategy(
+            max_pairs=self.cfg["max_all_pairs"], window=self.cfg["window"], k=defaults.LEXICAL_PARTNERS
+        )
         return budget(units)
 
     def threshold_for(self, n_pairs: int) -> float:

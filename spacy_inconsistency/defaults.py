@@ -1,0 +1,22 @@
+"""The contradiction detector's defaults, in one place.
+
+Read by the components (`contradiction_detector`, `inconsistency_detector`),
+the candidate strategies and the command line, so that a default changed here
+changes everywhere. No imports: every layer may read this module.
+"""
+# Units compared with each unit beyond the pair budget (the ones after it in the text).
+WINDOW = 4
+# Pair budget per Doc: all unit pairs up to this many, beyond it window and shared-word partners.
+MAX_ALL_PAIRS = 2000
+# Partners by shared rare words per unit beyond the pair budget.
+LEXICAL_PARTNERS = 10
+# How the two directions combine: the learned pair score (see `pair_score.py`).
+AGGREGATION = "learned"
+# In a transcript, compare one speaker's units only ("same") or all ("all").
+SPEAKERS = "same"
+# The learned score reads alignment evidence.
+ALIGNMENT = True
+# Pairs per Doc the second stage (the cascade's rescorer) reads again.
+RESCORE_TOP_K = 8
+# Threshold of the fixed rules (min / mean / max) when none is given.
+RULE_THRESHOLD = 0.5
