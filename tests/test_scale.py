@@ -80,6 +80,20 @@ def test_nli_backend_reads_entailment_like_nli_backend(tiny_nli):
     numpy.testing.assert_allclose(backend.score_pairs(pairs), expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_nli_kind_takes_the_dtype_it_is_given(tiny_nli, monkeypatch, native):
+    # The NLI kind runs an NLIBackend: an explicit dtype reaches it, and "auto" follows its rule.
+    import torch
+
+    import spacy_inconsistency.backends.nli as nli
+
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: native)
+    auto = EntailmentBackend(tiny_nli, device="cpu")
+    assert auto.dtype == auto.model.dtype == (torch.bfloat16 if native else torch.float32)
+    pinned = EntailmentBackend(tiny_nli, device="cpu", dtype="float32")
+    assert pinned.dtype == pinned.model.dtype == torch.float32
+
+
 def test_causal_backend_batched_equals_unpadded(tiny_causal):
     import torch
 

@@ -146,7 +146,9 @@ class EntailmentBackend(BudgetedBatches):
     max_batch_tokens (int): Most tokens in one forward pass, padding included.
     revision (Optional[str]): Hub revision to pin.
     local_files_only (bool): Never contact the hub.
-    dtype (str): "auto" (bf16 on CUDA, fp32 on CPU), "float32" or "bfloat16".
+    dtype (str): "auto", "float32" or "bfloat16". "auto" is bf16 on CUDA; on
+        the CPU, fp32 for the seq2seq and causal kinds and, for the NLI kind,
+        `NLIBackend`'s rule (bf16 where the CPU has native bf16).
     fused_attention (bool): Run a T5 encoder's self-attention through
         `scaled_dot_product_attention` (the relative position bias as its
         mask) instead of transformers' eager attention: same result, the
@@ -206,8 +208,10 @@ class EntailmentBackend(BudgetedBatches):
             self._nli = NLIBackend(
                 model, device=device, max_batch_size=max_batch_size,
                 max_batch_tokens=max_batch_tokens, revision=revision,
-                local_files_only=local_files_only,
+                local_files_only=local_files_only, dtype=dtype,
             )
+            # NLIBackend's own rule decides "auto" (bf16 also on CPUs with native bf16).
+            self.dtype = self._nli.dtype
             if ENTAILMENT not in self._nli.label_index:
                 raise ValueError(Errors.E111.format(name=model, labels=list(self._nli.labels)))
             self.tokenizer = self._nli.tokenizer
