@@ -3,6 +3,9 @@ import importlib.util
 import json
 from pathlib import Path
 
+import typer
+from typer.testing import CliRunner
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -37,8 +40,12 @@ def test_unrelated_pairs_share_no_content_word_and_keep_splits_apart(tmp_path):
                  "label": "neutral", "source": "docnli_fever"})
     write_jsonl(tmp_path / "train.jsonl", train)
     write_jsonl(tmp_path / "heldout.jsonl", held)
-    mod.main(["--train", str(tmp_path / "train.jsonl"), "--heldout", str(tmp_path / "heldout.jsonl"),
-              "--output-dir", str(tmp_path / "out"), "--n-train", "40", "--n-heldout", "2"])
+    app = typer.Typer()
+    app.command()(mod.main)
+    result = CliRunner().invoke(app, ["--train", str(tmp_path / "train.jsonl"),
+                                      "--heldout", str(tmp_path / "heldout.jsonl"),
+                                      "--output-dir", str(tmp_path / "out"), "--n-train", "40", "--n-heldout", "2"])
+    assert result.exit_code == 0, result.output
     rows = [json.loads(x) for x in (tmp_path / "out" / "unrelated_train.jsonl").read_text().splitlines()]
     assert len(rows) == 40
     held_texts = {held[0]["premise"].lower(), held[0]["hypothesis"].lower(),

@@ -7,10 +7,12 @@ the package itself does not need).
     python scripts/bias/audit.py --output-dir metrics/bias --model default --threads 2
     python scripts/bias/audit.py --output-dir metrics/bias --judge-config my_llm_judge.cfg
 """
-import argparse
 import json
 import math
 from pathlib import Path
+from typing import List
+
+import typer
 
 VARIATION_ORDER = ("default", "conlast", "perm", "rand")
 GROUPS = (("formal", "valid"), ("formal", "invalid"), ("material", "valid"), ("material", "invalid"))
@@ -72,32 +74,34 @@ def subsample(arguments, per_cell: int, *, seed: int = 0):
     return [a for a in arguments if id(a) in chosen]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path, required=True)
-    parser.add_argument("--lang", nargs="+", default=["en", "de"])
-    parser.add_argument("--model", nargs="*", default=["default"], help="NLI models to audit (none: skip NLI).")
-    parser.add_argument("--judge-config", nargs="*", type=Path, default=[], help="spaCy configs with a [judge] block.")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--as-printed", action="store_true", help="Tables exactly as printed (no errata).")
-    parser.add_argument("--per-cell", type=int, default=0,
-                        help="Subsample: this many arguments per (language, kind, validity, leaning, variation) "
-                             "cell, seeded (0: all 384 per language). For slow judges (a CPU LLM).")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def main(
+    output_dir: Path = typer.Option(...),
+    lang: List[str] = typer.Option(["en", "de"], help="Languages (repeat the flag: --lang en --lang de)."),
+    model: List[str] = typer.Option(["default"], help="NLI models to audit (repeat the flag for several; "
+                                    "--model none: skip NLI)."),
+    judge_config: List[Path] = typer.Option([], help="spaCy configs with a \\[judge] block (repeatable)."),
+    device: str = typer.Option("auto"),
+    threads: int = typer.Option(1),
+    as_printed: bool = typer.Option(False, "--as-printed", help="Tables exactly as printed (no errata)."),
+    per_cell: int = typer.Option(0, help="Subsample: this many arguments per (language, kind, validity, leaning, "
+                                 "variation) cell, seeded (0: all 384 per language). For slow judges (a CPU LLM)."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Partisan bias audit: run judges over both languages, write tables and a plot."""
+    # "--model none" (or "--model ''") audits no NLI model, as a bare "--model" did.
+    model = [m for m in model if m.lower() not in ("", "none")]
 
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     from spacy_inconsistency.bias.audit import audit
     from spacy_inconsistency.bias.commands import build_judges
     from spacy_inconsistency.bias.dataset import generate
 
-    arguments = [a for lang in args.lang for a in generate(lang, errata=not args.as_printed)]
-    if args.per_cell:
-        arguments = subsample(arguments, args.per_cell, seed=args.seed)
-    if args.judge_config:
+    arguments = [a for code in lang for a in generate(code, errata=not as_printed)]
+    if per_cell:
+        arguments = subsample(arguments, per_cell, seed=seed)
+    if judge_config:
         # The chat clients register themselves on import (or through the
         # package's entry points once installed).
         import importlib
@@ -105,17 +109,17 @@ def main() -> None:
         importlib.import_module("spacy_inconsistency.backends.llm")
         importlib.import_module("spacy_inconsistency.nli_judge")
     judges = []
-    for model in args.model:
-        judges += build_judges(judge="nli", model=model, device=args.device)
-    for config in args.judge_config:
+    for name in model:
+        judges += build_judges(judge="nli", model=name, device=device)
+    for config in judge_config:
         judges += build_judges(judge="config", judge_config=config)
     # Small batches for LLM judges (one chat call per argument) so the progress bar moves.
-    batch_size = 8 if args.judge_config else 256
-    reports = audit(judges, arguments, output_dir=args.output_dir, batch_size=batch_size, progress=True)
-    plot(reports, args.output_dir / "bias_audit.png")
-    print((args.output_dir / "report.md").read_text(encoding="utf-8"))
+    batch_size = 8 if judge_config else 256
+    reports = audit(judges, arguments, output_dir=output_dir, batch_size=batch_size, progress=True)
+    plot(reports, output_dir / "bias_audit.png")
+    print((output_dir / "report.md").read_text(encoding="utf-8"))
     print(json.dumps({r["judge"]: r["goals"] for r in reports}, indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

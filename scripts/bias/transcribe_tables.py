@@ -9,9 +9,10 @@ Corrections live apart, in `data/errata.json`.
     python scripts/bias/transcribe_tables.py --seed ../shared/seeds/partisan-inference-bias.txt \
         --output-dir spacy_inconsistency/bias/data
 """
-import argparse
 import re
 from pathlib import Path
+
+import typer
 
 TABLES = {
     13: "table13_en_formal_valid.tsv",
@@ -48,19 +49,19 @@ def extract_tables(lines):
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=Path, required=True)
-    parser.add_argument("--output-dir", type=Path, required=True)
-    args = parser.parse_args()
-    lines = args.seed.read_text(encoding="utf-8").splitlines()
+def main(
+    seed: Path = typer.Option(...),
+    output_dir: Path = typer.Option(...),
+) -> None:
+    """Copy the pattern and instruction tables of the partisan-inference paper into TSV files."""
+    lines = seed.read_text(encoding="utf-8").splitlines()
     tables = extract_tables(lines)
     missing = sorted(set(TABLES) - set(tables))
     if missing:
         raise SystemExit(f"tables not found in the seed: {missing}")
-    args.output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir.mkdir(parents=True, exist_ok=True)
     for number, (header, rows) in sorted(tables.items()):
-        path = args.output_dir / TABLES[number]
+        path = output_dir / TABLES[number]
         with path.open("w", encoding="utf-8") as f:
             f.write("\t".join(["Row"] + header) + "\n")
             for n, row in enumerate(rows, 1):
@@ -71,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -17,14 +17,15 @@ and the median |P(contradiction | a, b) - P(contradiction | b, a)| is reported.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import List
 
 import torch
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -108,43 +109,43 @@ def symmetry(model, tok, rows, probs, binary_sources, max_length):
             for s, v in sorted(diffs.items())}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=str(REPO_ROOT / "training/nli-minilm-l6"))
-    ap.add_argument("--heldout", nargs="+", default=[str(REPO_ROOT / "assets/nli/heldout.jsonl")])
-    ap.add_argument("--output", default=str(REPO_ROOT / "training/nli-minilm-l6-eval.json"))
-    ap.add_argument("--max-length", type=int, default=128)
-    ap.add_argument("--limit-per-source", type=int, default=0, help="0 = all held-out rows")
-    ap.add_argument("--compare-fp16", action="store_true")
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args(argv)
-
-    torch.set_num_threads(args.threads)
+def main(
+    model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6"), "--model"),
+    heldout: List[str] = typer.Option([str(REPO_ROOT / "assets/nli/heldout.jsonl")],
+                                      help="held-out JSONL files (repeat the flag for several)"),
+    output: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-eval.json")),
+    max_length: int = typer.Option(128),
+    limit_per_source: int = typer.Option(0, help="0 = all held-out rows"),
+    compare_fp16: bool = typer.Option(False, "--compare-fp16"),
+    threads: int = typer.Option(2),
+):
+    """Evaluate an NLI cross-encoder directory on the held-out pairs, per source."""
+    torch.set_num_threads(threads)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     t0 = time.time()
-    tok = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForSequenceClassification.from_pretrained(args.model, torch_dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, torch_dtype=torch.float32)
     model.eval()
     assert model.config.id2label[0] == "entailment", model.config.id2label
-    rows = [r for path in args.heldout for r in read_jsonl(path)]
-    if args.limit_per_source:
+    rows = [r for path in heldout for r in read_jsonl(path)]
+    if limit_per_source:
         seen = defaultdict(int)
         keep = []
         for r in rows:
-            if seen[r["source"]] < args.limit_per_source:
+            if seen[r["source"]] < limit_per_source:
                 keep.append(r); seen[r["source"]] += 1
         rows = keep
     binary_sources = binary_rows_fix(rows)
-    ids, tts = encode(tok, rows, args.max_length)
-    result = {"model": str(args.model), "heldout": str(args.heldout), "max_length": args.max_length,
+    ids, tts = encode(tok, rows, max_length)
+    result = {"model": str(model_dir), "heldout": str(heldout), "max_length": max_length,
               "rows": len(rows), "binary_sources": sorted(binary_sources)}
     preds32, probs32 = predict(model, ids, tts, tok.pad_token_id)
     result["fp32"] = score(rows, preds32, binary_sources)
-    result["symmetry"] = symmetry(model, tok, rows, probs32, binary_sources, args.max_length)
+    result["symmetry"] = symmetry(model, tok, rows, probs32, binary_sources, max_length)
     log(f"symmetry: {result['symmetry']['all']}")
     log(f"fp32: { {s: v['accuracy'] for s, v in result['fp32'].items()} } ({time.time() - t0:.0f}s)")
-    if args.compare_fp16:
+    if compare_fp16:
         model = model.half().float()
         preds16, probs16 = predict(model, ids, tts, tok.pad_token_id)
         result["fp16"] = score(rows, preds16, binary_sources)
@@ -158,10 +159,10 @@ def main(argv=None):
         log(f"fp16: { {s: v['accuracy'] for s, v in result['fp16'].items()} }; "
             f"agreement {result['fp16_prediction_agreement']}")
     result["eval_wall_s"] = round(time.time() - t0, 1)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
-    log(f"wrote {args.output}")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
+    log(f"wrote {output}")
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -22,7 +22,6 @@ whether the model generalises to opposite (or equivalent) predicates it was not 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
@@ -30,6 +29,8 @@ import sys
 import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CAPTION_SOURCES = {"snli", "sick", "breaking_nli"}
@@ -172,30 +173,29 @@ def breaking_rows(zip_path, held_premises):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", default=str(REPO_ROOT / "assets/nli/train.jsonl"))
-    ap.add_argument("--heldout", default=str(REPO_ROOT / "assets/nli/heldout.jsonl"))
-    ap.add_argument("--breaking-zip", default=str(REPO_ROOT.parent / "shared/data/nli/breaking_nli_dataset.zip"))
-    ap.add_argument("--output-dir", default=str(REPO_ROOT / "assets/nli"))
-    ap.add_argument("--per-word", type=int, default=60, help="cap of training pairs per swapped antonym")
-    ap.add_argument("--per-word-synonyms", type=int, default=150,
-                    help="cap of training pairs per swapped synonym (fewer sentences hit the list)")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-
-    rng = random.Random(args.seed)
-    train_rows, held_rows = read_jsonl(args.train), read_jsonl(args.heldout)
+def main(
+    train: str = typer.Option(str(REPO_ROOT / "assets/nli/train.jsonl")),
+    heldout: str = typer.Option(str(REPO_ROOT / "assets/nli/heldout.jsonl")),
+    breaking_zip: str = typer.Option(str(REPO_ROOT.parent / "shared/data/nli/breaking_nli_dataset.zip")),
+    output_dir: str = typer.Option(str(REPO_ROOT / "assets/nli")),
+    per_word: int = typer.Option(60, help="cap of training pairs per swapped antonym"),
+    per_word_synonyms: int = typer.Option(150, help="cap of training pairs per swapped synonym (fewer sentences "
+                                          "hit the list)"),
+    seed: int = typer.Option(0),
+):
+    """Antonym-swap contradictions, synonym-swap entailments and Breaking NLI rows for NLI stage 3."""
+    rng = random.Random(seed)
+    train_rows, held_rows = read_jsonl(train), read_jsonl(heldout)
     held_texts = set()
     for r in held_rows:
         held_texts.add(" ".join(r["premise"].split()).lower())
         held_texts.add(" ".join(r["hypothesis"].split()).lower())
     train_texts = [t for t in sentences(train_rows) if t.lower() not in held_texts]
     held_only = sentences(held_rows)
-    train = swap_pairs(train_texts, swap_table(TRAIN), rng, per_word=args.per_word, source="antonym_swap")
-    synonyms = swap_pairs(train_texts, swap_table(SYNONYMS, symmetric=False), rng, per_word=args.per_word_synonyms,
+    train = swap_pairs(train_texts, swap_table(TRAIN), rng, per_word=per_word, source="antonym_swap")
+    synonyms = swap_pairs(train_texts, swap_table(SYNONYMS, symmetric=False), rng, per_word=per_word_synonyms,
                           source="synonym_swap", label="entailment")
-    breaking = breaking_rows(args.breaking_zip, held_texts)
+    breaking = breaking_rows(breaking_zip, held_texts)
     # Held-out: held-out sentences, words never swapped in training, then seen words.
     held_new = swap_pairs(held_only, swap_table(HELDOUT), rng, per_word=1000, source="antonym_unseen_words")
     held_seen = swap_pairs(held_only, swap_table(TRAIN), rng, per_word=1000, source="antonym_seen_words")
@@ -203,11 +203,11 @@ def main(argv=None):
                               source="synonym_unseen_words", label="entailment")
     held_syn_seen = swap_pairs(held_only, swap_table(SYNONYMS, symmetric=False), rng, per_word=1000,
                                source="synonym_seen_words", label="entailment")
-    out = Path(args.output_dir)
+    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"antonym_train.jsonl": train + synonyms + breaking,
              "antonym_heldout.jsonl": held_new + held_seen + held_syn_new + held_syn_seen}
-    stats = {"seed": args.seed, "per_word": args.per_word, "per_word_synonyms": args.per_word_synonyms}
+    stats = {"seed": seed, "per_word": per_word, "per_word_synonyms": per_word_synonyms}
     for name, rows in files.items():
         with open(out / name, "w", encoding="utf8") as f:
             for r in rows:
@@ -219,4 +219,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

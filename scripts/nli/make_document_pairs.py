@@ -14,11 +14,12 @@ the training side). Sentences come from the package's own segmenter.
 
     python scripts/nli/make_document_pairs.py --control-zip ../shared/data/nli/control.zip --output-dir assets/nli
 """
-import argparse
 import json
 import random
 import zipfile
 from pathlib import Path
+
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LABEL = "not_contradiction"
@@ -53,33 +54,32 @@ def pairs_of(units, rng, per_passage, window):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--control-zip", default=str(REPO_ROOT.parent / "shared/data/nli/control.zip"))
-    ap.add_argument("--output-dir", default=str(REPO_ROOT / "assets/nli"))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-passage", type=int, default=6)
-    ap.add_argument("--window", type=int, default=4, help="'near' pairs are at most this many sentences apart")
-    ap.add_argument("--min-words", type=int, default=4)
-    ap.add_argument("--max-train", type=int, default=6000)
-    ap.add_argument("--max-heldout", type=int, default=1000)
-    args = ap.parse_args(argv)
-
+def main(
+    control_zip: str = typer.Option(str(REPO_ROOT.parent / "shared/data/nli/control.zip")),
+    output_dir: str = typer.Option(str(REPO_ROOT / "assets/nli")),
+    seed: int = typer.Option(0),
+    per_passage: int = typer.Option(6),
+    window: int = typer.Option(4, help="'near' pairs are at most this many sentences apart"),
+    min_words: int = typer.Option(4),
+    max_train: int = typer.Option(6000),
+    max_heldout: int = typer.Option(1000),
+):
+    """Sentence pairs from coherent passages, labelled `not_contradiction`."""
     import spacy
 
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
-    rng = random.Random(args.seed)
-    with zipfile.ZipFile(args.control_zip) as zf:
+    rng = random.Random(seed)
+    with zipfile.ZipFile(control_zip) as zf:
         val = passages(zf, "control/val.jsonl")
         train = [p for p in passages(zf, "control/train.jsonl") if p not in set(val)]
-    out = Path(args.output_dir)
+    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     stats = {}
-    for name, texts, cap in (("train", train, args.max_train), ("heldout", val, args.max_heldout)):
+    for name, texts, cap in (("train", train, max_train), ("heldout", val, max_heldout)):
         rows = []
         for text in texts:
-            rows.extend(pairs_of(sentence_units(nlp, text, args.min_words), rng, args.per_passage, args.window))
+            rows.extend(pairs_of(sentence_units(nlp, text, min_words), rng, per_passage, window))
         rng.shuffle(rows)
         rows = rows[:cap]
         with (out / f"docpairs_{name}.jsonl").open("w", encoding="utf8") as f:
@@ -91,4 +91,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

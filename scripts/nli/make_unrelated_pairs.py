@@ -16,13 +16,14 @@ contradiction there and we leave that convention alone inside its domain.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
 import sys
 from collections import Counter
 from pathlib import Path
+
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CAPTION_SOURCES = {"snli", "sick"}
@@ -87,30 +88,29 @@ def make_pairs(pool, n: int, rng: random.Random, *, max_tries: int = 200):
     return pairs
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", default=str(REPO_ROOT / "assets/nli/train.jsonl"))
-    ap.add_argument("--heldout", default=str(REPO_ROOT / "assets/nli/heldout.jsonl"))
-    ap.add_argument("--output-dir", default=str(REPO_ROOT / "assets/nli"))
-    ap.add_argument("--n-train", type=int, default=6000)
-    ap.add_argument("--n-heldout", type=int, default=1000)
-    ap.add_argument("--min-words", type=int, default=4)
-    ap.add_argument("--max-words", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-
-    held_pool = sentence_pool(read_jsonl(args.heldout), min_words=args.min_words,
-                              max_words=args.max_words)
+def main(
+    train: str = typer.Option(str(REPO_ROOT / "assets/nli/train.jsonl")),
+    heldout: str = typer.Option(str(REPO_ROOT / "assets/nli/heldout.jsonl")),
+    output_dir: str = typer.Option(str(REPO_ROOT / "assets/nli")),
+    n_train: int = typer.Option(6000),
+    n_heldout: int = typer.Option(1000),
+    min_words: int = typer.Option(4),
+    max_words: int = typer.Option(50),
+    seed: int = typer.Option(0),
+):
+    """Pairs of unrelated sentences, labelled neutral, for the third NLI training stage."""
+    held_pool = sentence_pool(read_jsonl(heldout), min_words=min_words,
+                              max_words=max_words)
     held_texts = {t.lower() for t, _, _ in held_pool}
-    train_pool = [p for p in sentence_pool(read_jsonl(args.train), min_words=args.min_words,
-                                           max_words=args.max_words)
+    train_pool = [p for p in sentence_pool(read_jsonl(train), min_words=min_words,
+                                           max_words=max_words)
                   if p[0].lower() not in held_texts]
-    rng = random.Random(args.seed)
-    train = make_pairs(train_pool, args.n_train, rng)
-    held = make_pairs(held_pool, args.n_heldout, rng)
-    out = Path(args.output_dir)
+    rng = random.Random(seed)
+    train = make_pairs(train_pool, n_train, rng)
+    held = make_pairs(held_pool, n_heldout, rng)
+    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stats = {"seed": args.seed, "train_pool": len(train_pool), "heldout_pool": len(held_pool)}
+    stats = {"seed": seed, "train_pool": len(train_pool), "heldout_pool": len(held_pool)}
     for name, rows in (("unrelated_train.jsonl", train), ("unrelated_heldout.jsonl", held)):
         with open(out / name, "w", encoding="utf8") as f:
             for r in rows:
@@ -122,4 +122,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

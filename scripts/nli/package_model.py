@@ -10,12 +10,12 @@ and the model card ``README.md`` from the evaluation files.
 
     python scripts/nli/package_model.py --model training/nli-minilm-l6-skills \
         --eval training/nli-minilm-l6-skills-eval.json --stats assets/nli/stats.json \
-        --doc-evals training/docpairs-eval.json training/unrelated-eval.json training/antonym-eval.json \
+        --doc-evals training/docpairs-eval.json --doc-evals training/unrelated-eval.json \
+        --doc-evals training/antonym-eval.json \
         --behaviour metrics/behaviour_test.json --output spacy_inconsistency/models/nli-minilm-l6
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -23,11 +23,13 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import List, Optional
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
+import typer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -141,7 +143,6 @@ def behaviour_table(beh):
 
 
 def model_card(info, ev, stats, doc_evals, scorer, beh, checks, dtype, size_mb, digest):
-    cur = {s: v for s, v in ev["fp32"].items() if s.startswith("cur_")}
     sym = ev.get("symmetry", {}).get("all") or {}
     rows = "\n".join(f"| {n} | {o} | {lic} | {m} |" for n, o, lic, m in SOURCES)
     pair_info = scorer.get("info", {}).get("results", {}) if scorer else {}
@@ -257,27 +258,27 @@ The training command as run:
     return card
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=str(REPO_ROOT / "training/nli-minilm-l6-skills"))
-    ap.add_argument("--eval", default=str(REPO_ROOT / "training/nli-minilm-l6-skills-eval.json"))
-    ap.add_argument("--stats", default=str(REPO_ROOT / "assets/nli/stats.json"))
-    ap.add_argument("--doc-evals", nargs="*", default=[])
-    ap.add_argument("--behaviour", default=None, help="evaluate_behaviour.py output (test split)")
-    ap.add_argument("--output", default=str(REPO_ROOT / "spacy_inconsistency/models/nli-minilm-l6"))
-    ap.add_argument("--max-fp16-drop", type=float, default=0.5, help="points, per source")
-    args = ap.parse_args(argv)
-
+def main(
+    model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-skills"), "--model"),
+    eval_path: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-skills-eval.json"), "--eval"),
+    stats: str = typer.Option(str(REPO_ROOT / "assets/nli/stats.json")),
+    doc_eval_paths: List[str] = typer.Option([], "--doc-evals", help="evaluate_document_pairs.py outputs "
+                                             "(repeat the flag for several)"),
+    behaviour: Optional[str] = typer.Option(None, help="evaluate_behaviour.py output (test split)"),
+    output: str = typer.Option(str(REPO_ROOT / "spacy_inconsistency/models/nli-minilm-l6")),
+    max_fp16_drop: float = typer.Option(0.5, help="points, per source"),
+):
+    """Package the trained NLI cross-encoder into spacy_inconsistency/models/nli-minilm-l6/."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    src = Path(args.model)
+    src = Path(model_dir)
     info = read(src / "training_info.json")
-    ev = read(args.eval)
+    ev = read(eval_path)
     scorer = read(src / "pair_scorer.json")
     if scorer is None:
         raise SystemExit(f"{src / 'pair_scorer.json'} is missing: run fit-pair-scorer first")
     drops = ev.get("fp16_minus_fp32", {})
-    use_fp16 = bool(drops) and all(-d <= args.max_fp16_drop for d in drops.values())
+    use_fp16 = bool(drops) and all(-d <= max_fp16_drop for d in drops.values())
     tok = AutoTokenizer.from_pretrained(src)
     model = AutoModelForSequenceClassification.from_pretrained(src, torch_dtype=torch.float32).eval()
     with tempfile.TemporaryDirectory() as tmp:
@@ -285,7 +286,7 @@ def main(argv=None):
         (model.half() if use_fp16 else model).save_pretrained(stage, safe_serialization=True)
         tok.save_pretrained(stage)
         shutil.copy(src / "pair_scorer.json", stage / "pair_scorer.json")
-        out = Path(args.output)
+        out = Path(output)
         if out.exists():
             for p in out.iterdir():
                 if p.name in KEEP or p.name in ("README.md", "metrics.json"):
@@ -305,21 +306,21 @@ def main(argv=None):
         raise SystemExit(f"the packaged model does not reload as trained (difference {worst})")
     size_mb = sum(p.stat().st_size for p in out.iterdir()) / 1e6
     digest = sha256(out / "model.safetensors")
-    doc_evals = [read(p) for p in args.doc_evals if read(p)]
-    beh = read(args.behaviour)
+    doc_evals = [read(p) for p in doc_eval_paths if read(p)]
+    beh = read(behaviour)
     metrics = {
         "model": "nli-minilm-l6", "stored_dtype": "fp16" if use_fp16 else "fp32", "fp16_minus_fp32": drops,
-        "heldout": ev["fp32"], "symmetry": ev.get("symmetry"), "training": info, "stats": read(args.stats),
+        "heldout": ev["fp32"], "symmetry": ev.get("symmetry"), "training": info, "stats": read(stats),
         "document_pairs": doc_evals, "pair_scorer": scorer.get("info"), "behaviour_test": beh,
         "spot_checks": [{"a": a, "b": b, "a_to_b": p, "b_to_a": q} for a, b, p, q in checks],
         "model_safetensors_sha256": digest,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf8")
-    card = model_card(info, ev, read(args.stats), doc_evals, scorer, beh, checks,
+    card = model_card(info, ev, read(stats), doc_evals, scorer, beh, checks,
                       "fp16" if use_fp16 else "fp32", size_mb, digest)
     (out / "README.md").write_text(card, encoding="utf8")
     log(f"packaged {out} ({size_mb:.1f} MB, {'fp16' if use_fp16 else 'fp32'})")
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -32,7 +32,6 @@ Mapping decisions (documented in the model card too):
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -42,6 +41,9 @@ import sys
 import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import List, Optional
+
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 THREE_WAY = ("entailment", "neutral", "contradiction")
@@ -180,25 +182,25 @@ def parse_kv(items, cast):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", default=str(REPO_ROOT.parent / "shared" / "data" / "nli"))
-    ap.add_argument("--output-dir", default=str(REPO_ROOT / "assets" / "nli"))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--heldout", type=int, default=1000, help="held-out pairs per source")
-    ap.add_argument("--cap", nargs="*", help="override training caps, e.g. sick=3000 (0 = drop source)")
-    ap.add_argument("--repeat", nargs="*", help="override repeat factors, e.g. snli=3")
-    args = ap.parse_args(argv)
-
-    d = Path(args.data_dir)
+def main(
+    data_dir: str = typer.Option(str(REPO_ROOT.parent / "shared" / "data" / "nli")),
+    output_dir: str = typer.Option(str(REPO_ROOT / "assets" / "nli")),
+    seed: int = typer.Option(0),
+    heldout: int = typer.Option(1000, help="held-out pairs per source"),
+    cap: Optional[List[str]] = typer.Option(None, help="override training caps, e.g. sick=3000 (0 = drop source); "
+                                            "repeat the flag for several"),
+    repeat: Optional[List[str]] = typer.Option(None, help="override repeat factors, e.g. snli=3 (repeatable)"),
+):
+    """Prepare the NLI training / held-out data for the nli-minilm-l6 cross-encoder."""
+    d = Path(data_dir)
     if not d.is_absolute() and not d.exists():
         d = REPO_ROOT / d
-    out = Path(args.output_dir)
+    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     caps = dict(DEFAULT_CAPS)
-    caps.update({k: (None if v < 0 else v) for k, v in parse_kv(args.cap, int).items()})
+    caps.update({k: (None if v < 0 else v) for k, v in parse_kv(cap, int).items()})
     repeats = dict(DEFAULT_REPEATS)
-    repeats.update(parse_kv(args.repeat, int))
+    repeats.update(parse_kv(repeat, int))
 
     readers = {
         "snli": lambda: read_snli(d),
@@ -210,21 +212,21 @@ def main(argv=None):
         "breaking_nli": lambda: read_breaking(d),
         "cannot": lambda: read_cannot(d),
     }
-    stats = {"seed": args.seed, "heldout_per_source": args.heldout, "caps": caps,
+    stats = {"seed": seed, "heldout_per_source": heldout, "caps": caps,
              "repeats": repeats, "data_dir": str(d), "sources": {}}
     train_by_src, held_by_src = {}, {}
     for i, (src, reader) in enumerate(readers.items()):
-        rng = random.Random(f"{args.seed}-{src}")
+        rng = random.Random(f"{seed}-{src}")
         if src == "control":
             tr = [r for r in read_control(d, "control/train.jsonl") if r]
             ho = [r for r in read_control(d, "control/val.jsonl") if r]
             total = len(tr) + len(ho)
             rng.shuffle(ho)
-            ho = ho[: args.heldout]
+            ho = ho[:heldout]
         else:
             rows = [r for r in reader() if r]
             total = len(rows)
-            tr, ho = group_split(rows, args.heldout, rng)
+            tr, ho = group_split(rows, heldout, rng)
         train_by_src[src], held_by_src[src] = tr, ho
         stats["sources"][src] = {"read": total}
 
@@ -233,7 +235,7 @@ def main(argv=None):
     held_prem = {norm(r["premise"]) for rows in held_by_src.values() for r in rows}
     train_all, held_all = [], []
     for src in readers:
-        rng = random.Random(f"{args.seed}-{src}-sample")
+        rng = random.Random(f"{seed}-{src}-sample")
         tr = train_by_src[src]
         n0 = len(tr)
         # drop leakage: same pair, or same premise as any held-out pair (other sources)
@@ -256,7 +258,7 @@ def main(argv=None):
         })
         train_all.extend(tr * rep)
         held_all.extend(ho)
-    random.Random(args.seed).shuffle(train_all)
+    random.Random(seed).shuffle(train_all)
     stats["train_rows"] = len(train_all)
     stats["heldout_rows"] = len(held_all)
     for name, rows in (("train.jsonl", train_all), ("heldout.jsonl", held_all)):
@@ -270,4 +272,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -20,7 +20,6 @@ AVX512-BF16/AMX and on CUDA), a checkpoint every ``--checkpoint-minutes`` that
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -29,9 +28,11 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import List
 
 import torch
 import torch.nn.functional as F
+import typer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -178,130 +179,129 @@ def quick_eval(model, tokenizer, rows, binary_sources, max_length, batch_size=64
     return {s: round(correct[s] / total[s], 4) for s in sorted(total)}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", default=str(REPO_ROOT / "assets/nli/train.jsonl"))
-    ap.add_argument("--heldout", default=str(REPO_ROOT / "assets/nli/heldout.jsonl"))
-    ap.add_argument("--base", default=default_base(),
-                    help="encoder to start from, or a trained checkpoint to continue from")
-    ap.add_argument("--extra-train", nargs="*", default=[],
-                    help="more JSONL training files, used whole (e.g. document sentence pairs)")
-    ap.add_argument("--subsample", type=int, default=0,
-                    help="seeded sample of this many rows of --train (0 = all)")
-    ap.add_argument("--output", default=str(REPO_ROOT / "training/nli-minilm-l6"))
-    ap.add_argument("--epochs", type=float, default=1.6)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=7e-5)
-    ap.add_argument("--weight-decay", type=float, default=0.01)
-    ap.add_argument("--warmup", type=float, default=0.06, help="warmup fraction of steps")
-    ap.add_argument("--max-length", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-minutes", type=float, default=55, help="wall-clock cap incl. setup (0 = none)")
-    ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = none)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--log-every", type=int, default=50)
-    ap.add_argument("--eval-per-source", type=int, default=200,
-                    help="held-out rows per source for the per-epoch quick eval (0 = off)")
-    ap.add_argument("--extra-heldout", nargs="*", default=[], help="more held-out JSONL files for the quick eval")
-    ap.add_argument("--symmetric", action="store_true", help="also train every contradiction pair reversed")
-    ap.add_argument("--cap-per-source", type=int, default=0,
-                    help="seeded sample of at most this many rows per source, after --symmetric (0 = all)")
-    ap.add_argument("--source-caps", nargs="*", default=[], help="per-source caps overriding --cap-per-source, e.g. snli=8000")
-    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (CPU with AVX512-BF16/AMX, or CUDA)")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--checkpoint-minutes", type=float, default=10, help="save a resumable checkpoint this often (0 = never)")
-    ap.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint if it exists")
-    ap.add_argument("--fit-to-time", action="store_true",
-                    help="after 50 steps, shorten the schedule so it ends (lr at 0) inside --max-minutes")
-    args = ap.parse_args(argv)
-
+def main(
+    train: str = typer.Option(str(REPO_ROOT / "assets/nli/train.jsonl")),
+    heldout: str = typer.Option(str(REPO_ROOT / "assets/nli/heldout.jsonl")),
+    base: str = typer.Option(default_factory=default_base,
+                             help="encoder to start from, or a trained checkpoint to continue from"),
+    extra_train: List[str] = typer.Option([], help="more JSONL training files, used whole (e.g. document sentence "
+                                           "pairs); repeat the flag for several"),
+    subsample: int = typer.Option(0, help="seeded sample of this many rows of --train (0 = all)"),
+    output: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6")),
+    epochs: float = typer.Option(1.6),
+    batch_size: int = typer.Option(32),
+    lr: float = typer.Option(7e-5),
+    weight_decay: float = typer.Option(0.01),
+    warmup_fraction: float = typer.Option(0.06, "--warmup", help="warmup fraction of steps"),
+    max_length: int = typer.Option(128),
+    seed: int = typer.Option(0),
+    max_minutes: float = typer.Option(55, help="wall-clock cap incl. setup (0 = none)"),
+    max_steps: int = typer.Option(0, help="stop after this many steps (0 = none)"),
+    threads: int = typer.Option(2),
+    log_every: int = typer.Option(50),
+    eval_per_source: int = typer.Option(200, help="held-out rows per source for the per-epoch quick eval (0 = off)"),
+    extra_heldout: List[str] = typer.Option([], help="more held-out JSONL files for the quick eval (repeatable)"),
+    symmetric: bool = typer.Option(False, "--symmetric", help="also train every contradiction pair reversed"),
+    cap_per_source: int = typer.Option(0, help="seeded sample of at most this many rows per source, after "
+                                       "--symmetric (0 = all)"),
+    source_caps: List[str] = typer.Option([], help="per-source caps overriding --cap-per-source, e.g. snli=8000 "
+                                          "(repeatable)"),
+    bf16: bool = typer.Option(False, "--bf16", help="bf16 autocast (CPU with AVX512-BF16/AMX, or CUDA)"),
+    device: str = typer.Option("cpu"),
+    checkpoint_minutes: float = typer.Option(10, help="save a resumable checkpoint this often (0 = never)"),
+    resume: bool = typer.Option(False, "--resume", help="continue from OUTPUT/checkpoint if it exists"),
+    fit_to_time: bool = typer.Option(False, "--fit-to-time",
+                                     help="after 50 steps, shorten the schedule so it ends (lr at 0) inside "
+                                          "--max-minutes"),
+):
+    """Fine-tune a sentence encoder as a 3-way NLI cross-encoder on CPU (or GPU)."""
     t_start = time.time()
-    torch.set_num_threads(args.threads)
-    random.seed(args.seed)
-    torch.manual_seed(args.seed)
+    torch.set_num_threads(threads)
+    random.seed(seed)
+    torch.manual_seed(seed)
 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(args.base)
+    tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(
-        args.base, num_labels=3, ignore_mismatched_sizes=True,
+        base, num_labels=3, ignore_mismatched_sizes=True,
         id2label={i: l for i, l in enumerate(LABELS)}, label2id=dict(LABEL2ID),
     )
     model.float()  # newer transformers load a checkpoint's own dtype (fp16 for the shipped model)
     model.config.problem_type = "single_label_classification"
-    device = torch.device(args.device)
+    device = torch.device(device)
     model.to(device)
     model.train()
 
-    rows = read_jsonl(args.train)
-    if args.subsample and args.subsample < len(rows):
-        rows = random.Random(args.seed).sample(rows, args.subsample)
-    for extra in args.extra_train:
+    rows = read_jsonl(train)
+    if subsample and subsample < len(rows):
+        rows = random.Random(seed).sample(rows, subsample)
+    for extra in extra_train:
         rows.extend(read_jsonl(extra))
     n_reversed = 0
-    if args.symmetric:
+    if symmetric:
         rows, n_reversed = add_reverse_contradictions(rows)
         log(f"--symmetric: {n_reversed} reversed contradiction rows added")
-    if args.cap_per_source:
-        caps = {k: int(v) for k, v in (item.split("=") for item in args.source_caps)}
+    if cap_per_source:
+        caps = {k: int(v) for k, v in (item.split("=") for item in source_caps)}
         by_source = defaultdict(list)
         for r in rows:
             by_source[r["source"]].append(r)
-        cap_rng = random.Random(args.seed)
+        cap_rng = random.Random(seed)
         rows = []
         for source in sorted(by_source):
             members = by_source[source]
             cap_rng.shuffle(members)
-            rows.extend(members[: caps.get(source, args.cap_per_source)])
-        log(f"--cap-per-source {args.cap_per_source}: {len(rows)} rows")
-    held = read_jsonl(args.heldout) if args.heldout and os.path.exists(args.heldout) else []
-    for extra in args.extra_heldout:
+            rows.extend(members[: caps.get(source, cap_per_source)])
+        log(f"--cap-per-source {cap_per_source}: {len(rows)} rows")
+    held = read_jsonl(heldout) if heldout and os.path.exists(heldout) else []
+    for extra in extra_heldout:
         held.extend(read_jsonl(extra))
     binary_sources = binary_rows_fix(rows + held)
     log(f"{len(rows)} training rows; binary sources: {sorted(binary_sources)}")
-    ids, tts = encode(tokenizer, rows, args.max_length)
+    ids, tts = encode(tokenizer, rows, max_length)
     y3, yb, yc = make_targets(rows, binary_sources)
     lengths = [len(x) for x in ids]
     log(f"tokenized in {time.time() - t_start:.0f}s; mean length {sum(lengths) / len(lengths):.1f}")
 
     quick = []
-    if held and args.eval_per_source:
+    if held and eval_per_source:
         per = defaultdict(list)
         for r in held:
             per[r["source"]].append(r)
         for s in sorted(per):
-            quick.extend(per[s][: args.eval_per_source])
+            quick.extend(per[s][:eval_per_source])
 
-    steps_per_epoch = math.ceil(len(rows) / args.batch_size)
-    total_steps = int(math.ceil(steps_per_epoch * args.epochs))
-    if args.max_steps:
-        total_steps = min(total_steps, args.max_steps)
-    warmup = int(total_steps * args.warmup)
+    steps_per_epoch = math.ceil(len(rows) / batch_size)
+    total_steps = int(math.ceil(steps_per_epoch * epochs))
+    if max_steps:
+        total_steps = min(total_steps, max_steps)
+    warmup = int(total_steps * warmup_fraction)
     plan = {"total": total_steps, "warmup": warmup}
     no_decay = ("bias", "LayerNorm.weight")
     params = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-         "weight_decay": args.weight_decay},
+         "weight_decay": weight_decay},
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
          "weight_decay": 0.0},
     ]
-    opt = torch.optim.AdamW(params, lr=args.lr)
+    opt = torch.optim.AdamW(params, lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: (s + 1) / max(1, plan["warmup"]) if s < plan["warmup"]
         else max(0.0, (plan["total"] - s) / max(1, plan["total"] - plan["warmup"])))
     log(f"steps/epoch {steps_per_epoch}, total steps {total_steps}, warmup {warmup}")
 
-    rng = random.Random(args.seed)
+    rng = random.Random(seed)
     step, seen, stopped = 0, 0, None
     t_train = time.time()
     run_loss, run_n, t_log, seen_log = 0.0, 0, time.time(), 0
     history = []
     epoch = 0
-    out = Path(args.output)
+    out = Path(output)
     ckpt_dir = out / "checkpoint"
     skip_in_epoch = 0
     trained_s_before = 0.0
-    if args.resume and (ckpt_dir / "state.pt").exists():
+    if resume and (ckpt_dir / "state.pt").exists():
         state = torch.load(ckpt_dir / "state.pt", weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
@@ -326,14 +326,14 @@ def main(argv=None):
         # The rng state before drawing this epoch's batches: a checkpoint stores it, so a
         # resumed run draws the same batches and skips those already trained.
         epoch_rng_state = rng.getstate()
-        batches = bucket_batches(lengths, args.batch_size, rng)
+        batches = bucket_batches(lengths, batch_size, rng)
         for b_i, idx in enumerate(batches):
             if b_i < skip_in_epoch:
                 continue
             if step >= total_steps:
                 break
             a, b, c, t3, tb, tc = (x.to(device) for x in collate(idx, ids, tts, y3, yb, yc, tokenizer.pad_token_id))
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = forward(model, a, b, c)
             loss = nli_loss(logits, t3, tb, tc)
             loss.backward()
@@ -341,17 +341,17 @@ def main(argv=None):
             opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
             step += 1; seen += len(idx)
             run_loss += float(loss.detach()) * len(idx); run_n += len(idx)
-            if args.fit_to_time and step == step_start + 50:
+            if fit_to_time and step == step_start + 50:
                 t_fit = time.time()  # the first steps are slow (allocator, kernel choice): time the next 100
-            if args.fit_to_time and args.max_minutes and step == step_start + 150:
+            if fit_to_time and max_minutes and step == step_start + 150:
                 rate = 100 / (time.time() - t_fit)
-                left = args.max_minutes * 60 * 0.95 - (time.time() - t_start) - 60  # final eval and save
+                left = max_minutes * 60 * 0.95 - (time.time() - t_start) - 60  # final eval and save
                 fit = step + max(1, int(rate * left))
                 if fit < total_steps:
                     total_steps = plan["total"] = fit
-                    plan["warmup"] = min(plan["warmup"], int(fit * args.warmup))
+                    plan["warmup"] = min(plan["warmup"], int(fit * warmup_fraction))
                     log(f"--fit-to-time: {rate:.1f} steps/s, schedule shortened to {fit} steps")
-            if step % args.log_every == 0 or step == total_steps:
+            if step % log_every == 0 or step == total_steps:
                 now = time.time()
                 eps = (seen - seen_log) / (now - t_log)
                 el = (now - t_train) / 60
@@ -360,10 +360,10 @@ def main(argv=None):
                     f"lr {sched.get_last_lr()[0]:.2e} {eps:.1f} ex/s elapsed {el:.1f}m eta {eta:.1f}m")
                 history.append({"step": step, "loss": round(run_loss / run_n, 4), "ex_per_s": round(eps, 1)})
                 run_loss, run_n, t_log, seen_log = 0.0, 0, now, seen
-            if args.checkpoint_minutes and (time.time() - t_ckpt) / 60 >= args.checkpoint_minutes:
+            if checkpoint_minutes and (time.time() - t_ckpt) / 60 >= checkpoint_minutes:
                 save_checkpoint(b_i + 1, epoch_rng_state)
                 t_ckpt = time.time()
-            if args.max_minutes and (time.time() - t_start) / 60 >= args.max_minutes:
+            if max_minutes and (time.time() - t_start) / 60 >= max_minutes:
                 stopped = f"max-minutes reached at step {step}"
                 save_checkpoint(b_i + 1, epoch_rng_state)
                 log(stopped)
@@ -372,25 +372,25 @@ def main(argv=None):
         if stopped is None:
             epoch += 1
         if quick and stopped is None and step < total_steps:
-            log(f"quick eval after epoch {epoch}: {quick_eval(model, tokenizer, quick, binary_sources, args.max_length)}")
+            log(f"quick eval after epoch {epoch}: {quick_eval(model, tokenizer, quick, binary_sources, max_length)}")
     train_s = trained_s_before + time.time() - t_train
 
-    final_quick = quick_eval(model, tokenizer, quick, binary_sources, args.max_length) if quick else {}
-    log(f"final quick eval ({args.eval_per_source}/source, max_length {args.max_length}): {final_quick}")
+    final_quick = quick_eval(model, tokenizer, quick, binary_sources, max_length) if quick else {}
+    log(f"final quick eval ({eval_per_source}/source, max_length {max_length}): {final_quick}")
     out.mkdir(parents=True, exist_ok=True)
     model.config.id2label = {i: l for i, l in enumerate(LABELS)}
     model.config.label2id = dict(LABEL2ID)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     info = {
-        "base": args.base, "train": args.train, "train_rows": len(rows),
-        "epochs_requested": args.epochs, "epochs_done": round(seen / len(rows), 3),
-        "steps": step, "total_steps_planned": total_steps, "batch_size": args.batch_size,
-        "lr": args.lr, "weight_decay": args.weight_decay, "warmup_fraction": args.warmup,
-        "max_length": args.max_length, "seed": args.seed, "threads": args.threads,
-        "symmetric": args.symmetric, "reversed_contradictions_added": n_reversed, "bf16": args.bf16,
-        "cap_per_source": args.cap_per_source, "source_caps": args.source_caps,
-        "max_minutes": args.max_minutes, "stopped_early": stopped,
+        "base": base, "train": train, "train_rows": len(rows),
+        "epochs_requested": epochs, "epochs_done": round(seen / len(rows), 3),
+        "steps": step, "total_steps_planned": total_steps, "batch_size": batch_size,
+        "lr": lr, "weight_decay": weight_decay, "warmup_fraction": warmup_fraction,
+        "max_length": max_length, "seed": seed, "threads": threads,
+        "symmetric": symmetric, "reversed_contradictions_added": n_reversed, "bf16": bf16,
+        "cap_per_source": cap_per_source, "source_caps": source_caps,
+        "max_minutes": max_minutes, "stopped_early": stopped,
         "train_wall_s": round(train_s, 1), "total_wall_s": round(time.time() - t_start, 1),
         "examples_seen": seen, "examples_per_s": round(seen / train_s, 2),
         "quick_eval": final_quick, "binary_sources": sorted(binary_sources),
@@ -406,4 +406,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -40,12 +40,12 @@ alone reaches the threshold (for when the `min` reference is empty, as it is
 for German text and the English-trained default model); `--scores` keeps
 every sample pair's scores; `--skip-full` skips step 1.
 """
-import argparse
 import json
 import os
 import resource
 import sys
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -53,6 +53,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy  # noqa: E402
+import typer  # noqa: E402
 
 
 def peak_rss_mb() -> float:
@@ -543,68 +544,77 @@ def hub_evaluation(spans, texts, vectors, references, budget, *, probes, seed, b
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", default="qualomat", choices=["qualomat", "english"],
-                        help="qualomat: one party's Qual-O-Mat comments (German); english: ClaimDiff claims, "
-                             "the political benchmark's texts and ProSeCCo propositions")
-    parser.add_argument("--data", default="../shared/data", help="shared data folder (for --corpus english)")
-    parser.add_argument("--qualomat", default="../shared/data/qualomat")
-    parser.add_argument("--party", default="SPD")
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--budget-s", type=float, default=1200.0, help="time for all-pairs scoring of the sample")
-    parser.add_argument("--sample-size", type=int, default=None, help="default: what fits --budget-s, at most 1000")
-    parser.add_argument("--time-limit-s", type=float, default=None,
-                        help="grow the sample statement by statement and stop scoring after this many seconds; "
-                             "the sample is then the statements whose pairs are all scored")
-    parser.add_argument("--pair-budget", type=float, default=0.05, help="fraction of pairs allowed (target 5%%)")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-statements", type=int, default=None, help="cut the corpus (for smoke tests)")
-    parser.add_argument("--skip-full", action="store_true", help="skip step 1; encode only the sample")
-    parser.add_argument("--skip-sample", action="store_true", help="skip step 2 (unless --from-scores)")
-    parser.add_argument("--reference", default="min", choices=["min", "forward"],
-                        help="contradictions of the reference: both directions >= threshold (min, the "
-                             "detector's default) or the first direction alone (forward)")
-    parser.add_argument("--scores", default=None,
-                        help="save every sample pair's scores here (.npz; written every --save-every-s)")
-    parser.add_argument("--save-every-s", type=float, default=120.0)
-    parser.add_argument("--from-scores", default=None, help="evaluate step 2 from saved scores, no NLI")
-    parser.add_argument("--output", default="metrics/pairwise_corpus.json")
-    parser.add_argument("--hub-probes", type=int, default=8,
-                        help="probes per statement for the contradiction_hubs evaluation on the whole corpus "
-                             "(0: skip it)")
-    parser.add_argument("--probe-scores", default=None,
-                        help="save (or reuse) the probe pairs' scores here (.npz)")
-    parser.add_argument("--hub-seed", type=int, default=0, help="seed of the hub strategy's random probe partners")
-    parser.add_argument("--disjoint-from", default=None,
-                        help="saved scores (.npz) of an earlier sample: draw this sample from the other statements")
-    args = parser.parse_args()
+class Corpus(str, Enum):
+    qualomat = "qualomat"
+    english = "english"
+
+
+class Reference(str, Enum):
+    min = "min"
+    forward = "forward"
+
+
+def main(
+    corpus: Corpus = typer.Option(Corpus.qualomat, help="qualomat: one party's Qual-O-Mat comments (German); english: "
+                                  "ClaimDiff claims, the political benchmark's texts and ProSeCCo propositions"),
+    data: str = typer.Option("../shared/data", help="shared data folder (for --corpus english)"),
+    qualomat: str = typer.Option("../shared/data/qualomat"),
+    party: str = typer.Option("SPD"),
+    threshold: float = typer.Option(0.5),
+    budget_s: float = typer.Option(1200.0, help="time for all-pairs scoring of the sample"),
+    sample_size: Optional[int] = typer.Option(None, help="default: what fits --budget-s, at most 1000"),
+    time_limit_s: Optional[float] = typer.Option(None, help="grow the sample statement by statement and stop scoring "
+                                                 "after this many seconds; the sample is then the statements whose "
+                                                 "pairs are all scored"),
+    pair_budget: float = typer.Option(0.05, help="fraction of pairs allowed (target 5%)"),
+    model: str = typer.Option("default"),
+    threads: int = typer.Option(1, help="torch threads"),
+    seed: int = typer.Option(0),
+    max_statements: Optional[int] = typer.Option(None, help="cut the corpus (for smoke tests)"),
+    skip_full: bool = typer.Option(False, "--skip-full", help="skip step 1; encode only the sample"),
+    skip_sample: bool = typer.Option(False, "--skip-sample", help="skip step 2 (unless --from-scores)"),
+    reference_kind: Reference = typer.Option(Reference.min, "--reference",
+                                             help="contradictions of the reference: both directions >= threshold "
+                                                  "(min, the detector's default) or the first direction alone "
+                                                  "(forward)"),
+    scores: Optional[str] = typer.Option(None, help="save every sample pair's scores here (.npz; written every "
+                                         "--save-every-s)"),
+    save_every_s: float = typer.Option(120.0),
+    from_scores: Optional[str] = typer.Option(None, help="evaluate step 2 from saved scores, no NLI"),
+    output: str = typer.Option("metrics/pairwise_corpus.json"),
+    hub_probes: int = typer.Option(8, help="probes per statement for the contradiction_hubs evaluation on the "
+                                   "whole corpus (0: skip it)"),
+    probe_scores: Optional[str] = typer.Option(None, help="save (or reuse) the probe pairs' scores here (.npz)"),
+    hub_seed: int = typer.Option(0, help="seed of the hub strategy's random probe partners"),
+    disjoint_from: Optional[str] = typer.Option(None, help="saved scores (.npz) of an earlier sample: draw this "
+                                                "sample from the other statements"),
+) -> None:
+    """Corpus-scale benchmark: how few pairs the candidate strategies score, and what they keep."""
+    corpus, reference_kind = corpus.value, reference_kind.value
 
     import spacy
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     from spacy_inconsistency.backends.embeddings import SentenceEncoder
     from spacy_inconsistency.backends.nli import NLIBackend
 
-    report = {"corpus": args.corpus, "threshold": args.threshold, "model": args.model, "threads": args.threads,
-              "pair_budget": args.pair_budget}
+    report = {"corpus": corpus, "threshold": threshold, "model": model, "threads": threads,
+              "pair_budget": pair_budget}
     t0 = time.time()
-    if args.corpus == "english":
-        statements = load_english_statements(args.data)
+    if corpus == "english":
+        statements = load_english_statements(data)
         lang = "en"
     else:
-        report["party"] = args.party
-        statements = load_statements(args.qualomat, args.party)
+        report["party"] = party
+        statements = load_statements(qualomat, party)
         lang = "de"
-    if args.max_statements:
-        statements = statements[: args.max_statements]
+    if max_statements:
+        statements = statements[:max_statements]
     n = len(statements)
     report["n_statements"] = n
     report["n_sources"] = len({s["source"] for s in statements})
-    if args.corpus == "english":
+    if corpus == "english":
         from collections import Counter
 
         report["datasets"] = dict(Counter(s["dataset"] for s in statements))
@@ -617,7 +627,7 @@ def main() -> None:
     full = {}
     vectors = None
     labelled = {}
-    if not args.skip_full:
+    if not skip_full:
         t = time.time()
         vectors = encoder.encode(texts)
         report["encode_s"] = round(time.time() - t, 1)
@@ -638,11 +648,11 @@ def main() -> None:
                 pairs = candidate_family(family, param, spans, vectors)
                 full_budget[f"{family}:{param}"] = {"pairs": int(len(pairs)), "fraction": len(pairs) / total}
         report["full_corpus_grid"] = full_budget
-        if args.corpus == "english":
-            labelled = labelled_pairs(args.data, statements)
+        if corpus == "english":
+            labelled = labelled_pairs(data, statements)
             lab_report = {}
             for name, found_set in labelled.items():
-                res = best_under_budget(spans, vectors, found_set, args.pair_budget, grid=FULL_GRID)
+                res = best_under_budget(spans, vectors, found_set, pair_budget, grid=FULL_GRID)
                 ranks = pair_ranks(vectors, numpy.asarray(sorted(found_set), dtype=numpy.int64).reshape(-1, 2))
                 lab_report[name] = {"pairs": len(found_set), "at_budget": res,
                                     "knn_recall": {k: float((ranks <= k).mean()) for k in [5, 10, 20, 50, 100, 200]}}
@@ -652,9 +662,9 @@ def main() -> None:
             report["full_corpus_labelled"] = lab_report
     report["full_corpus"] = {"all_pairs": total, "strategies": full}
 
-    rng = numpy.random.default_rng(args.seed)
-    if args.from_scores:
-        z = numpy.load(args.from_scores, allow_pickle=True)
+    rng = numpy.random.default_rng(seed)
+    if from_scores:
+        z = numpy.load(from_scores, allow_pickle=True)
         m = int(z["complete"])
         sample = z["sample"][:m]
         keep = z["pairs"].max(axis=1) < m if len(z["pairs"]) else numpy.zeros(0, bool)
@@ -663,37 +673,37 @@ def main() -> None:
         assert [texts[i] for i in sample] == list(z["texts"][:m]), "saved scores are from another corpus"
         report["all_pairs_sample"] = {"pairs": int(len(pairs)), "seconds": float(z["elapsed_s"]),
                                       "pairs_per_s": round(len(pairs) / float(z["elapsed_s"]), 1),
-                                      "from_scores": args.from_scores}
-    elif args.skip_sample:
+                                      "from_scores": from_scores}
+    elif skip_sample:
         m = 0
     else:
-        backend = NLIBackend(args.model, device="cpu", max_batch_size=64)
+        backend = NLIBackend(model, device="cpu", max_batch_size=64)
         probe = rng.choice(n, size=(512, 2))
         probe = probe[probe[:, 0] != probe[:, 1]]
         rate = float("nan")
-        if args.sample_size is None:
+        if sample_size is None:
             t = time.time()
             backend.predict([(texts[i], texts[j]) for i, j in probe.tolist()])
             rate = len(probe) / (time.time() - t)
-        m = args.sample_size
+        m = sample_size
         if m is None:
-            m = int((1 + (1 + 8 * rate * args.budget_s) ** 0.5) / 2)
+            m = int((1 + (1 + 8 * rate * budget_s) ** 0.5) / 2)
             m = min(m, 1000)
         report["probe_pairs_per_s"] = None if rate != rate else round(rate, 1)
         print(f"probe: {rate:.1f} pairs/s (one direction); sample of up to {m} statements, "
               f"{m * (m - 1) // 2:,} pairs", flush=True)
         # A seeded random permutation; its first m are the sample (any prefix is a random sample).
         order = rng.permutation(n)
-        if args.disjoint_from:
-            z = numpy.load(args.disjoint_from, allow_pickle=True)
+        if disjoint_from:
+            z = numpy.load(disjoint_from, allow_pickle=True)
             earlier = set(z["sample"][: int(z["complete"])].tolist())
             order = numpy.asarray([i for i in order.tolist() if i not in earlier], dtype=numpy.int64)
-            report["disjoint_from"] = {"scores": args.disjoint_from, "statements_excluded": len(earlier)}
+            report["disjoint_from"] = {"scores": disjoint_from, "statements_excluded": len(earlier)}
         sample = order[:m]
         s_texts = [texts[i] for i in sample]
         m, pairs, forward, backward, elapsed = score_growing_sample(
-            backend, s_texts, threshold=args.threshold, chunk_size=2048, time_limit_s=args.time_limit_s,
-            checkpoint=args.scores, save_every_s=args.save_every_s, extra={"sample": sample, "seed": args.seed},
+            backend, s_texts, threshold=threshold, chunk_size=2048, time_limit_s=time_limit_s,
+            checkpoint=scores, save_every_s=save_every_s, extra={"sample": sample, "seed": seed},
         )
         sample = sample[:m]
         n_backward = int((~numpy.isnan(backward)).sum())
@@ -701,17 +711,17 @@ def main() -> None:
             "pairs": int(len(pairs)), "backward_scored": n_backward, "seconds": round(elapsed, 1),
             "pairs_per_s": round(len(pairs) / elapsed, 1),
             "nli_calls_per_s": round((len(pairs) + n_backward) / elapsed, 1),
-            "stopped_by_time_limit": bool(args.sample_size is not None and m < args.sample_size),
+            "stopped_by_time_limit": bool(sample_size is not None and m < sample_size),
         }
         print(f"all pairs: {len(pairs):,} in {elapsed:.0f}s", flush=True)
     report["sample_size"] = m
-    report["reference"] = args.reference
+    report["reference"] = reference_kind
     if m:
         s_texts = [texts[i] for i in sample]
         s_spans = [spans[i] for i in sample]
         s_vectors = vectors[sample] if vectors is not None else encoder.encode(s_texts)
-        result = evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, args.threshold,
-                                 args.reference, args.pair_budget, args.seed,
+        result = evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, threshold,
+                                 reference_kind, pair_budget, seed,
                                  s_sources=[statements[i]["source"] for i in sample])
         for ex in result["examples"]:
             for key in ("a", "b"):
@@ -725,26 +735,26 @@ def main() -> None:
             # *all* corpus pairs is what is paid); the all-pairs scores of the sample say which
             # pairs it should have kept.
             ref_full = {tuple(sorted((int(sample[i]), int(sample[j])))) for i, j in reference.tolist()}
-            res = best_under_budget(spans, vectors, ref_full, args.pair_budget, grid=FULL_GRID)
+            res = best_under_budget(spans, vectors, ref_full, pair_budget, grid=FULL_GRID)
             report["full_corpus_recall_of_sample_reference"] = {"contradictions": len(ref_full), "at_budget": res}
             for fam, r in res.items():
                 if r:
-                    print(f"corpus <= {100 * args.pair_budget:.0f}% of all pairs: {fam} {r['param']}: "
+                    print(f"corpus <= {100 * pair_budget:.0f}% of all pairs: {fam} {r['param']}: "
                           f"{100 * r['fraction']:.2f}% keeps {r['recall']:.3f} of the sample's contradictions",
                           flush=True)
-            if args.hub_probes:
+            if hub_probes:
                 report["full_corpus_recall_of_sample_reference"]["contradiction_hubs"] = hub_evaluation(
-                    spans, texts, vectors, {"sample_contradictions": ref_full, **labelled}, args.pair_budget,
-                    probes=args.hub_probes, seed=args.hub_seed,
-                    backend_factory=lambda: NLIBackend(args.model, device="cpu", max_batch_size=64),
-                    cache=args.probe_scores)
+                    spans, texts, vectors, {"sample_contradictions": ref_full, **labelled}, pair_budget,
+                    probes=hub_probes, seed=hub_seed,
+                    backend_factory=lambda: NLIBackend(model, device="cpu", max_batch_size=64),
+                    cache=probe_scores)
     report["peak_rss_mb"] = round(peak_rss_mb(), 1)
     report["wall_s"] = round(time.time() - t0, 1)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     print(json.dumps({k: v for k, v in report.items() if k not in ("examples", "sample", "full_corpus_grid")},
                      indent=2), file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

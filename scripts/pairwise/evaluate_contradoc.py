@@ -15,16 +15,17 @@ the evidence.
     python scripts/pairwise/evaluate_contradoc.py --data ../shared/data/contradiction/contradoc_50.json \
         --output metrics/pairwise_contradoc.json
 """
-import argparse
 import json
 import os
 import time
 from pathlib import Path
+from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy  # noqa: E402
+import typer  # noqa: E402
 
 SETTINGS = {
     "default": None,
@@ -34,35 +35,34 @@ SETTINGS = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="../shared/data/contradiction/contradoc_50.json")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threshold", type=float, default=None, help="default: the detector's threshold")
-    parser.add_argument("--aggregation", default="learned")
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--output", default="metrics/pairwise_contradoc.json")
-    args = parser.parse_args()
-
+def main(
+    data: str = typer.Option("../shared/data/contradiction/contradoc_50.json"),
+    model: str = typer.Option("default"),
+    device: str = typer.Option("cpu"),
+    fixed_threshold: Optional[float] = typer.Option(None, "--threshold", help="default: the detector's threshold"),
+    aggregation: str = typer.Option("learned"),
+    limit: Optional[int] = typer.Option(None),
+    output: str = typer.Option("metrics/pairwise_contradoc.json"),
+) -> None:
+    """ContraDoc (50 documents): document-level self-contradiction with the pairwise detector."""
     import spacy
     import torch
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
     torch.set_num_threads(1)
-    records = json.loads(Path(args.data).read_text(encoding="utf-8"))[: args.limit]
+    records = json.loads(Path(data).read_text(encoding="utf-8"))[:limit]
     kept = [r for r in records if r["label"] == "non_contradictory" or r["evidence"] in r["text"]]
     gold = numpy.array([r["label"] == "contradictory" for r in kept])
     report = {"n_documents": len(records), "n_kept": len(kept), "positives": int(gold.sum()),
-              "left_out_evidence_cut": len(records) - len(kept), "aggregation": args.aggregation, "settings": {}}
+              "left_out_evidence_cut": len(records) - len(kept), "aggregation": aggregation, "settings": {}}
     for name, candidates in SETTINGS.items():
         nlp = spacy.blank("en")
         nlp.add_pipe("inconsistency_segmenter")
         detector = nlp.add_pipe("contradiction_detector", config={
-            "model": {"model": args.model, "device": args.device}, "aggregation": args.aggregation,
+            "model": {"model": model, "device": device}, "aggregation": aggregation,
             "candidates": candidates,
         })
-        threshold = detector.threshold if args.threshold is None else args.threshold
+        threshold = detector.threshold if fixed_threshold is None else fixed_threshold
         report["threshold"] = threshold
         detector.cfg["threshold"] = 0.0
         t = time.time()
@@ -85,10 +85,10 @@ def main() -> None:
             "top_pair_touches_evidence": float(numpy.mean(hits)) if hits else None,
         }
         print(name, json.dumps(report["settings"][name]), flush=True)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -11,18 +11,18 @@ accuracy, macro F1 and the confusion matrix, against `Answer_3_classes`.
     python scripts/pairwise/evaluate_political.py --data ../shared/data/political/df_gold.csv \
         --output metrics/pairwise_political.json
 """
-import argparse
 import csv
 import json
 import os
 import re
 import time
 from pathlib import Path
+from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy  # noqa: E402
+import typer  # noqa: E402
 
 CLASS_OF_LABEL = {"contradiction": "Inconsistent", "entailment": "Consistent", "neutral": "Unrelated"}
 CLASSES = ["Inconsistent", "Consistent", "Unrelated"]
@@ -36,26 +36,25 @@ def split_input(text: str):
     return match.group("a"), match.group("b")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="../shared/data/political/df_gold.csv")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--output", default="metrics/pairwise_political.json")
-    args = parser.parse_args()
-
+def main(
+    data: str = typer.Option("../shared/data/political/df_gold.csv"),
+    model: str = typer.Option("default"),
+    device: str = typer.Option("cpu"),
+    limit: Optional[int] = typer.Option(None),
+    output: str = typer.Option("metrics/pairwise_political.json"),
+) -> None:
+    """The political inconsistency benchmark as 3-class zero-shot NLI."""
     import torch
     from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, matthews_corrcoef
 
     from spacy_inconsistency.backends.nli import NLIBackend
 
     torch.set_num_threads(1)
-    with open(args.data, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))[: args.limit]
+    with open(data, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))[:limit]
     pairs = [split_input(r["Input"]) for r in rows]
     gold = [r["Answer_3_classes"] for r in rows]
-    backend = NLIBackend(args.model, device=args.device)
+    backend = NLIBackend(model, device=device)
     labels = list(backend.labels)
     t = time.time()
     probs = backend.predict_proba([p for x, y in pairs for p in ((x, y), (y, x))])
@@ -64,7 +63,7 @@ def main() -> None:
     names = [labels[i] for i in mean.argmax(axis=1)]
     pred = [CLASS_OF_LABEL.get(n, "Unrelated") for n in names]
     report = {
-        "n": len(rows), "model": args.model, "label_order": labels,
+        "n": len(rows), "model": model, "label_order": labels,
         "gold_counts": {c: gold.count(c) for c in CLASSES},
         "pred_counts": {c: pred.count(c) for c in CLASSES},
         "accuracy": float(accuracy_score(gold, pred)),
@@ -77,10 +76,10 @@ def main() -> None:
                              "matrix": confusion_matrix(gold, pred, labels=CLASSES).tolist()},
         "seconds": round(seconds, 1),
     }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

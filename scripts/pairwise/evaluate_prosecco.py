@@ -10,30 +10,38 @@ is shown too, marked as an oracle (it is fitted on the test set).
     python scripts/pairwise/evaluate_prosecco.py --data ../shared/data/contradiction/ProSeCCo_final.csv \
         --output metrics/pairwise_prosecco.json
 """
-import argparse
 import csv
 import json
 import os
 import time
+from enum import Enum
 from pathlib import Path
+from typing import Optional
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy  # noqa: E402
+import typer  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="../shared/data/contradiction/ProSeCCo_final.csv")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--field", default="proposition", choices=["proposition", "locution"],
-                        help="score the reconstructed propositions or the verbatim locutions")
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--limit", type=int, default=None, help="first N pairs only (smoke tests)")
-    parser.add_argument("--output", default="metrics/pairwise_prosecco.json")
-    args = parser.parse_args()
+class Field(str, Enum):
+    proposition = "proposition"
+    locution = "locution"
+
+
+def main(
+    data: str = typer.Option("../shared/data/contradiction/ProSeCCo_final.csv"),
+    model: str = typer.Option("default"),
+    device: str = typer.Option("cpu"),
+    field: Field = typer.Option(Field.proposition, help="score the reconstructed propositions or the verbatim "
+                                "locutions"),
+    threshold: float = typer.Option(0.5),
+    limit: Optional[int] = typer.Option(None, help="first N pairs only (smoke tests)"),
+    output: str = typer.Option("metrics/pairwise_prosecco.json"),
+) -> None:
+    """ProSeCCo: does the pairwise score separate one speaker's self-contradictions from other pairs?"""
+    field = field.value
 
     import torch
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
@@ -42,24 +50,24 @@ def main() -> None:
     from spacy_inconsistency.components.pairwise import AGGREGATIONS
 
     torch.set_num_threads(1)
-    with open(args.data, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))[: args.limit]
+    with open(data, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))[:limit]
     gold = numpy.array([r["label"] == "self-contradiction" for r in rows])
-    a = [r[f"{args.field}_1"] for r in rows]
-    b = [r[f"{args.field}_2"] for r in rows]
-    backend = NLIBackend(args.model, device=args.device)
+    a = [r[f"{field}_1"] for r in rows]
+    b = [r[f"{field}_2"] for r in rows]
+    backend = NLIBackend(model, device=device)
     t = time.time()
     probs = backend.predict([p for x, y in zip(a, b) for p in ((x, y), (y, x))])["contradiction"]
     seconds = time.time() - t
     forward, backward = probs[0::2], probs[1::2]
-    report = {"n": len(rows), "positives": int(gold.sum()), "field": args.field, "model": args.model,
-              "threshold": args.threshold, "seconds": round(seconds, 1),
+    report = {"n": len(rows), "positives": int(gold.sum()), "field": field, "model": model,
+              "threshold": threshold, "seconds": round(seconds, 1),
               "pairs_per_s": round(len(rows) / seconds, 1), "aggregations": {},
               # What flagging every pair would score: the floor any F1 must beat.
               "all_positive_f1": float(2 * gold.mean() / (1 + gold.mean())) if len(gold) else None}
     for name, fn in AGGREGATIONS.items():
         score = fn(forward, backward)
-        pred = score >= args.threshold
+        pred = score >= threshold
         p, r, f1, _ = precision_recall_fscore_support(gold, pred, average="binary", zero_division=0)
         grid = numpy.linspace(0.05, 0.95, 19)
         f1s = [precision_recall_fscore_support(gold, score >= g, average="binary", zero_division=0)[2] for g in grid]
@@ -69,10 +77,10 @@ def main() -> None:
             "precision": float(p), "recall": float(r), "f1": float(f1),
             "oracle_threshold": float(grid[best]), "oracle_f1": float(f1s[best]),
         }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -11,7 +11,7 @@ pairs and adds a constant. With `--hub-probes P`, `contradiction_hubs` runs
 too (the NLI model scores P probe pairs per statement, both directions).
 
     python scripts/pairwise/memory_curve.py --qualomat ../shared/data/qualomat \
-        --sizes 1000 5000 20000 --output metrics/pairwise_memory.json
+        --sizes 1000 --sizes 5000 --sizes 20000 --output metrics/pairwise_memory.json
 
 With `--vectors random` the encoder is skipped and the search stages run on
 random unit vectors of the same shape (n x 384): a measurement of the
@@ -19,14 +19,17 @@ memory of docs, neighbour search and lexical overlap alone, for machines
 where encoding 20,000 statements takes too long. It says nothing about
 neighbour quality.
 """
-import argparse
 import json
 import os
 import resource
 import subprocess
 import sys
 import time
+from enum import Enum
 from pathlib import Path
+from typing import List, Optional
+
+import typer
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
@@ -116,36 +119,43 @@ def one_size(root: str, size: int, k: int, vectors_from: str = "encoder", thread
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--qualomat", default="../shared/data/qualomat")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
-    parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--vectors", default="encoder", choices=["encoder", "random"],
-                        help="'random': skip the encoder and measure the search stage on random unit vectors")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (encoder and NLI model)")
-    parser.add_argument("--hub-probes", type=int, default=0,
-                        help="also run contradiction_hubs with this many probes per statement (NLI model; 0: skip)")
-    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--output", default="metrics/pairwise_memory.json")
-    args = parser.parse_args()
-    if args.one is not None:
-        print(json.dumps(one_size(args.qualomat, args.one, args.k, args.vectors, args.threads, args.hub_probes)))
+class Vectors(str, Enum):
+    encoder = "encoder"
+    random = "random"
+
+
+def main(
+    qualomat: str = typer.Option("../shared/data/qualomat"),
+    sizes: List[int] = typer.Option([1000, 5000, 20000],
+                                    help="corpus sizes (repeat the flag: --sizes 1000 --sizes 5000)"),
+    k: int = typer.Option(20),
+    vectors: Vectors = typer.Option(Vectors.encoder, help="'random': skip the encoder and measure the search stage on "
+                                    "random unit vectors"),
+    threads: int = typer.Option(1, help="torch threads (encoder and NLI model)"),
+    hub_probes: int = typer.Option(0, help="also run contradiction_hubs with this many probes per statement "
+                                   "(NLI model; 0: skip)"),
+    one: Optional[int] = typer.Option(None, hidden=True),
+    output: str = typer.Option("metrics/pairwise_memory.json"),
+) -> None:
+    """Peak memory of candidate generation as the corpus grows (1k, 5k, 20k statements)."""
+    vectors = vectors.value
+    if one is not None:
+        print(json.dumps(one_size(qualomat, one, k, vectors, threads, hub_probes)))
         return
     results = []
-    for size in args.sizes:
+    for size in sizes:
         proc = subprocess.run(
-            [sys.executable, __file__, "--qualomat", args.qualomat, "--k", str(args.k), "--vectors", args.vectors,
-             "--threads", str(args.threads), "--hub-probes", str(args.hub_probes), "--one", str(size)],
+            [sys.executable, __file__, "--qualomat", qualomat, "--k", str(k), "--vectors", vectors,
+             "--threads", str(threads), "--hub-probes", str(hub_probes), "--one", str(size)],
             check=True, capture_output=True, text=True,
         )
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         results.append(result)
         print(json.dumps(result), flush=True)
         # Written after each size, so that a cut-short run keeps what it measured.
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(results, indent=2), encoding="utf-8")
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(results, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)
