@@ -32,7 +32,7 @@ number of partners per unit.
 """
 import warnings
 from collections import defaultdict
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.tokens import Span
@@ -269,48 +269,86 @@ class LexicalOverlap:
 
     def scored(self, units: Sequence[Span]) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The pairs and their tf-idf cosine similarity, pairs sorted by (i, j)."""
-        from scipy import sparse
-
         n = len(units)
-        empty = (EMPTY_PAIRS.copy(), numpy.zeros(0, dtype=numpy.float32))
-        if n < 2:
-            return empty
-        vocab: Dict[str, int] = {}
-        rows, cols = [], []
-        for i, (unit, use_lemma) in enumerate(zip(units, doc_has_annotation(units, "LEMMA"))):
-            for term in set(_content_terms(unit, use_lemma)):
-                rows.append(i)
-                cols.append(vocab.setdefault(term, len(vocab)))
-        if not rows:
-            return empty
-        X = sparse.csr_matrix((numpy.ones(len(rows), dtype=numpy.float32), (rows, cols)), shape=(n, len(vocab)))
-        df = numpy.asarray(X.sum(axis=0)).ravel()
+        terms = [_content_terms(u, use_lemma) for u, use_lemma in zip(units, doc_has_annotation(units, "LEMMA"))]
+        index = TermIndex(terms, max_df=self.max_df)
+        pairs, sims = index.partners(0, n, k=self.k, min_shared=self.min_shared)
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        keys, first = numpy.unique(keys, return_index=True)
+        return pairs[first], sims[first]
+
+
+class TermIndex:
+    """Units as tf-idf vectors of their content words, and each unit's nearest units by cosine.
+
+    Binary term frequencies, idf = ln(n / df), rows normalised to length 1.
+    Words in one unit only, or in more than `max_df` of the units (and more
+    than 2), are left out: they pair nothing, or pair everything. Built with
+    scikit-learn's `CountVectorizer` over the given term lists.
+
+    terms (Sequence[Sequence[str]]): The content words of each unit.
+    max_df (float): Largest share of units a word may occur in.
+    """
+
+    def __init__(self, terms: Sequence[Sequence[str]], *, max_df: float) -> None:
+        from scipy import sparse
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        self.n = n = len(terms)
+        self.X: Optional[Any] = None
+        self.binary: Optional[Any] = None
+        if n < 2 or not any(terms):
+            return
         # At least 2 units, so that tiny inputs keep their shared words.
-        keep = (df <= max(self.max_df * n, 2)) & (df >= 2)
-        X = X[:, numpy.flatnonzero(keep)]
-        binary = X.copy()
-        X = X.multiply(numpy.log(n / df[keep])[None, :]).tocsr()
+        vectorizer = CountVectorizer(analyzer=_identity, binary=True, dtype=numpy.float32,
+                                     min_df=2, max_df=int(max(max_df * n, 2)))
+        try:
+            binary = vectorizer.fit_transform(terms).tocsr()
+        except ValueError:  # no word left after the cuts
+            return
+        df = numpy.asarray(binary.sum(axis=0)).ravel()
+        X = binary.multiply(numpy.log(n / df)[None, :]).tocsr()
         norms = numpy.sqrt(numpy.asarray(X.multiply(X).sum(axis=1)).ravel())
-        X = sparse.diags(1.0 / numpy.maximum(norms, 1e-12)) @ X
-        found, found_sims = [], []
+        self.X = (sparse.diags(1.0 / numpy.maximum(norms, 1e-12)) @ X).tocsr()
+        self.binary = binary
+
+    def partners(self, start: int, end: int, *, k: int, min_shared: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The k most similar units of each unit start..end-1 that share at least `min_shared` words.
+
+        Rows are compared in blocks sized to a fixed memory budget, so the
+        work is (end - start) x n similarities without an n x n matrix.
+
+        start (int): First unit.
+        end (int): One past the last unit.
+        k (int): Partners per unit (at most).
+        min_shared (int): Fewest shared content words for a pair.
+        RETURNS (Tuple[numpy.ndarray, numpy.ndarray]): Pairs (m, 2), each row
+            sorted (i < j) but not de-duplicated, and their cosine similarity.
+        """
+        if self.X is None:
+            return EMPTY_PAIRS.copy(), numpy.zeros(0, dtype=numpy.float32)
+        n = self.n
+        kk = min(k, n - 1)
+        found, found_sims = [EMPTY_PAIRS], [numpy.zeros(0, dtype=numpy.float32)]
         rows_per_block = block_rows(n)
-        for start in range(0, n, rows_per_block):
-            sims = (X[start : start + rows_per_block] @ X.T).toarray()
-            shared = (binary[start : start + rows_per_block] @ binary.T).toarray()
+        for s in range(start, end, rows_per_block):
+            e = min(s + rows_per_block, end)
+            sims = (self.X[s:e] @ self.X.T).toarray()
+            shared = (self.binary[s:e] @ self.binary.T).toarray()
             rows_idx = numpy.arange(len(sims))
-            sims[rows_idx, rows_idx + start] = 0.0
-            sims[shared < self.min_shared] = 0.0
-            kk = min(self.k, n - 1)
+            sims[rows_idx, rows_idx + s] = 0.0
+            sims[shared < min_shared] = 0.0
             part = numpy.argpartition(-sims, kk - 1, axis=1)[:, :kk]
             vals = numpy.take_along_axis(sims, part, axis=1)
             r, c = numpy.nonzero(vals > 0)
-            found.append(numpy.stack([r + start, part[r, c]], axis=1))
-            found_sims.append(vals[r, c])
-        pairs = numpy.sort(numpy.concatenate(found), axis=1)
-        sims = numpy.concatenate(found_sims).astype(numpy.float32)
-        keys = pairs[:, 0] * n + pairs[:, 1]
-        keys, first = numpy.unique(keys, return_index=True)
-        return pairs[first].astype(numpy.int64), sims[first]
+            found.append(numpy.stack([r + s, part[r, c]], axis=1))
+            found_sims.append(vals[r, c].astype(numpy.float32))
+        pairs = numpy.sort(numpy.concatenate(found), axis=1).astype(numpy.int64)
+        return pairs, numpy.concatenate(found_sims)
+
+
+def _identity(terms: Sequence[str]) -> Sequence[str]:
+    return terms
 
 
 @registry.misc("spacy-inconsistency.candidates.budget.v1")

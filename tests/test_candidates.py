@@ -77,6 +77,29 @@ def test_lexical_overlap_pairs_units_sharing_rare_words():
     assert not (pairs & {(0, 2), (0, 3), (1, 2), (1, 3)})
 
 
+def test_term_index_by_hand_and_in_row_ranges():
+    from spacy_inconsistency.candidates import TermIndex
+
+    # Every word in 2 of 4 units: the same idf, so unit 0 = (a + b) / sqrt(2), unit 1 = a, ...
+    terms = [["a", "b"], ["a", "once"], ["b", "c"], ["c"]]
+    index = TermIndex(terms, max_df=1.0)
+    assert index.X.shape == (4, 3)  # "once" occurs in one unit only: dropped
+    pairs, sims = index.partners(0, 4, k=1, min_shared=1)
+    got = {tuple(p): round(float(s), 6) for p, s in zip(pairs.tolist(), sims)}
+    # cos(0, 1) = cos(2, 3) = 1/sqrt(2) beat cos(0, 2) = 0.5 as each unit's best partner.
+    assert got == {(0, 1): round(1 / numpy.sqrt(2), 6), (2, 3): round(1 / numpy.sqrt(2), 6)}
+    # Rows in two ranges give the same partners as all rows at once (what corpus jobs rely on).
+    split = numpy.concatenate([index.partners(0, 1, k=1, min_shared=1)[0], index.partners(1, 4, k=1, min_shared=1)[0]])
+    assert sorted(map(tuple, split.tolist())) == sorted(map(tuple, pairs.tolist()))
+    # min_shared: no pair here shares two words.
+    assert len(index.partners(0, 4, k=3, min_shared=2)[0]) == 0
+    # max_df: "x" in 3 of 5 units pairs unit 2 with others; above the cut (2 units) it is dropped.
+    common = [["x", "a"], ["x", "a"], ["x"], ["b"], ["b"]]
+    assert any(2 in p for p in TermIndex(common, max_df=1.0).partners(0, 5, k=2, min_shared=1)[0].tolist())
+    assert not any(2 in p for p in TermIndex(common, max_df=0.4).partners(0, 5, k=2, min_shared=1)[0].tolist())
+    assert TermIndex([["a"], ["b"]], max_df=1.0).X is None  # nothing shared: no index, no pairs
+
+
 def test_budget_is_all_pairs_up_to_the_budget():
     units = spans([f"Unit {i}." for i in range(10)])
     assert len(make_budget_strategy(max_pairs=45)(units)) == 45

@@ -42,6 +42,7 @@ def main(
     seed: int = typer.Option(0, help="Seed of the samples."),
     block: int = typer.Option(64, help="Rows per scoring call (progress is logged per block)."),
     threads: int = typer.Option(0, help="torch threads (0 = leave torch's default)."),
+    dtype: str = typer.Option("auto", help="auto, float32 or bfloat16 (see EntailmentBackend)."),
 ) -> None:
     import torch
 
@@ -52,10 +53,11 @@ def main(
 
     if threads:
         torch.set_num_threads(threads)
-    backend = EntailmentBackend(model, kind=kind, device=device)
+    backend = EntailmentBackend(model, kind=kind, device=device, dtype=dtype)
     limits = _limits(limit)
     report = {
-        "model": model, "kind": backend.kind, "device": str(backend.device), "chunk_size": chunk_size,
+        "model": model, "kind": backend.kind, "device": str(backend.device), "dtype": str(backend.dtype),
+        "chunk_size": chunk_size,
         "window_size": window_size, "seed": seed, "datasets": {},
     }
     curves = {}
