@@ -499,26 +499,105 @@ def across_cli(
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
+    dtype: str = typer.Option("auto", help="NLI forward passes: auto (bf16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32), float32, bfloat16, int8."),
     threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the detector's)."),
     max_chars: int = typer.Option(10_000_000, help="Longest record accepted, in characters."),
+    engine: str = typer.Option("local", help="local (all records in this process) or ray (Ray Data stages on disk, bounded driver memory, resumes; needs .[ray])."),
+    output_dir: Optional[Path] = typer.Option(None, help="--engine ray: folder for the stages, the findings shards and manifest.json."),
+    num_actors: int = typer.Option(1, help="--engine ray: actors per pool (each pipeline actor loads the model)."),
+    batch_size: int = typer.Option(1024, help="--engine ray: pairs per NLI batch."),
+    shard_size: int = typer.Option(1000, help="--engine ray: records per input shard (the unit of resuming segmentation)."),
+    cpus_per_actor: float = typer.Option(1.0, help="--engine ray: CPUs per actor."),
+    gpus_per_actor: float = typer.Option(0.0, help="--engine ray: GPUs per pipeline actor."),
+    ray_address: Optional[str] = typer.Option(None, help="--engine ray: address of an existing Ray cluster (default: start Ray locally)."),
 ) -> None:
     """Find contradictions among the statements of all inputs (one actor, or several sources).
 
     Each record is split into statement units (as by `detect`). Without
     --neighbours, --lexical or --hubs every pair of units is scored; for
     thousands of statements combine them, e.g. --neighbours 100 --hubs 0.01
-    (4.7% of the pairs of 5,606 statements; see the README).
+    (4.7% of the pairs of 5,606 statements; see the README). With --engine ray
+    the same findings are written to --output-dir/findings/ (docs/ray.md).
     """
+    if engine not in ("local", "ray"):
+        typer.echo(f"error: --engine must be 'local' or 'ray', got {engine!r}", err=True)
+        raise typer.Exit(2)
+    if engine == "ray":
+        _across_on_ray(
+            inputs, output=output, html=html, output_dir=output_dir, text_field=text_field, source_field=source_field,
+            within_docs=within_docs, strategy=dict(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes,
+                                                   max_hubs=max_hubs),
+            pipeline_settings=dict(lang=lang, model=model, device=device, dtype=dtype, threshold=threshold,
+                                   max_chars=max_chars, rescorer=None),
+            num_actors=num_actors, batch_size=batch_size, shard_size=shard_size, cpus_per_actor=cpus_per_actor,
+            gpus_per_actor=gpus_per_actor, ray_address=ray_address,
+        )
+        return
+    if output_dir is not None:
+        typer.echo("error: --output-dir is for --engine ray; use --output with the local engine", err=True)
+        raise typer.Exit(2)
     strategy = candidate_config(neighbours=neighbours, lexical=lexical, hubs=hubs, probes=probes, max_hubs=max_hubs)
     counts: Dict[str, int] = {"written": 0}
     with command_errors(inputs, output, counts):
         counts = across(
             inputs, output=output, html=html, text_field=text_field, source_field=source_field,
-            within_docs=within_docs, lang=lang, model=model, device=device, threshold=threshold,
+            within_docs=within_docs, lang=lang, model=model, device=device, dtype=dtype, threshold=threshold,
             max_chars=max_chars, candidates=strategy, counts=counts,
         )
     typer.echo(f"{counts['documents']} records, {counts['findings']} contradictions, {counts['errors']} unreadable",
                err=True)
+
+
+def _across_on_ray(
+    inputs: List[Path], *, output: Optional[Path], html: Optional[Path], output_dir: Optional[Path], text_field: str,
+    source_field: Optional[str], within_docs: bool, strategy: Dict[str, Any], pipeline_settings: Dict[str, Any],
+    num_actors: int, batch_size: int, shard_size: int, cpus_per_actor: float, gpus_per_actor: float,
+    ray_address: Optional[str],
+) -> None:
+    """`across --engine ray`: checks the options, runs `ray_across.across_files`, reports errors and counts."""
+    problems = []
+    if output_dir is None:
+        problems.append("--engine ray needs --output-dir (it writes the stages, findings and a manifest there)")
+    if output is not None or html is not None:
+        problems.append("--engine ray writes to --output-dir, not --output/--html")
+    try:
+        check_inputs(inputs)
+    except PathError as err:
+        problems.append(str(err))
+    if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
+        problems.append(f"--output-dir: {output_dir} is not a folder")
+    if problems:
+        typer.echo(f"error: {problems[0]}", err=True)
+        raise typer.Exit(2)
+
+    def stage_done(stage: str, counts: Dict[str, Any]) -> None:
+        typer.echo(f"stage {stage} done in {counts['seconds']:.1f}s", err=True)
+
+    try:
+        from .ray_across import across_files, iter_records
+
+        manifest = across_files(
+            inputs, output_dir, make_pipeline=build_pipeline, pipeline_settings=pipeline_settings,
+            text_field=text_field, source_field=source_field, within_docs=within_docs, shard_size=shard_size,
+            num_actors=num_actors, batch_size=batch_size, num_cpus_per_actor=cpus_per_actor,
+            num_gpus_per_actor=gpus_per_actor, address=ray_address, on_stage_done=stage_done, **strategy,
+        )
+    except (ImportError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    for record in iter_records(output_dir):
+        where = f"{record['source']}:{record['line']}" if record.get("line") else record["source"]
+        for warning in record.get("warnings", []):
+            typer.echo(f"warning: {where}: {warning}", err=True)
+        if "error" in record:
+            typer.echo(f"error: {where}: {record['error']}", err=True)
+    typer.echo(
+        f"{manifest['documents']} records, {manifest['findings']} contradictions, {manifest['errors']} unreadable; "
+        f"{manifest['units']} statement units, {manifest['pairs_scored']} pairs scored; {output_dir / 'manifest.json'}",
+        err=True,
+    )
+    if not manifest["complete"]:
+        raise typer.Exit(1)
 
 
 @app.command("download")

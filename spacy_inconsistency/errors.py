@@ -485,3 +485,15 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E242 = "The dataset has no '{column}' column; the Ray engine needs 'id' and 'text'."
     E243 = "{name} must be at least {least}, got {value}."
+    E244 = (
+        "{n} readable record(s) have no '{field}' field (e.g. {example}); with a "
+        "source field every record needs its source label."
+    )
+    E245 = (
+        "The units table in '{path}' is not whole (expected the ids 0 to {n} "
+        "in order). Delete the folder and its stage file in 'stages/' to build it again."
+    )
+    E246 = (
+        "`across_files` takes its candidate strategy from `neighbours`, `lexical` "
+        "and `hubs`, not from pipeline_settings['candidates']; leave that out."
+    )
