@@ -160,7 +160,7 @@ def make_embedding_strategy(
     encoder: Optional[SentenceEncoder] = None,
     k: int = 10,
     min_similarity: Optional[float] = None,
-    ann_min_size: Optional[int] = 20_000,
+    ann_min_size: Optional[int] = defaults.ANN_MIN_SIZE,
 ) -> CandidateStrategy:
     """Each unit with its k nearest units in sentence-embedding space.
 
@@ -236,7 +236,10 @@ def _content_terms(span: Span, use_lemma: bool) -> List[str]:
 
 
 @registry.misc("spacy-inconsistency.candidates.lexical_overlap.v1")
-def make_lexical_strategy(k: int = 10, min_shared: int = 1, max_df: float = 0.05) -> CandidateStrategy:
+def make_lexical_strategy(
+    k: int = defaults.LEXICAL_PARTNERS, min_shared: int = defaults.LEXICAL_MIN_SHARED,
+    max_df: float = defaults.LEXICAL_MAX_DF,
+) -> CandidateStrategy:
     """Each unit with the k units sharing the most rare content words (tf-idf cosine).
 
     Content words are alphabetic, non-stop tokens of 3+ characters, as
@@ -396,7 +399,7 @@ class BudgetStrategy:
         # Adjacent units first, then the rest of the window, then by shared words.
         near_priority = 2.0 - (near[:, 1] - near[:, 0]) / max(self.window, 1)
         lexical, sims = (
-            LexicalOverlap(k=self.k, min_shared=1, max_df=0.05).scored(units) if self.k else (EMPTY_PAIRS, numpy.zeros(0))
+            LexicalOverlap(k=self.k, min_shared=defaults.LEXICAL_MIN_SHARED, max_df=defaults.LEXICAL_MAX_DF).scored(units) if self.k else (EMPTY_PAIRS, numpy.zeros(0))
         )
         pairs = numpy.concatenate([near, lexical])
         priority = numpy.concatenate([near_priority, sims.astype(numpy.float64)])
@@ -482,7 +485,7 @@ def make_hub_strategy(
     probes: int = 8,
     hub_share: float = 0.01,
     max_hubs: Optional[int] = 100,
-    seed: int = 0,
+    seed: int = defaults.HUB_SEED,
 ) -> CandidateStrategy:
     """The most contradiction-prone units against all others.
 

@@ -20,3 +20,11 @@ ALIGNMENT = True
 RESCORE_TOP_K = 8
 # Threshold of the fixed rules (min / mean / max) when none is given.
 RULE_THRESHOLD = 0.5
+# Lexical overlap: fewest shared content words for a pair, and the largest share of
+# units a word may occur in (more common words pair everything).
+LEXICAL_MIN_SHARED = 1
+LEXICAL_MAX_DF = 0.05
+# Embedding neighbours: exact search below this many units, a faiss HNSW index from there on.
+ANN_MIN_SIZE = 20_000
+# Seed of the random probe partners of `contradiction_hubs`.
+HUB_SEED = 0

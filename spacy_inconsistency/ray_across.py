@@ -51,6 +51,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy
 
+from .defaults import ANN_MIN_SIZE, HUB_SEED, LEXICAL_MAX_DF, LEXICAL_MIN_SHARED
 from .errors import Errors, Warnings
 from .io import read_inputs
 from .ray_engine import (
@@ -86,11 +87,6 @@ PROBABILITY_COLUMNS = ("f0", "f1", "f2", "b0", "b1", "b2")
 FINDINGS_PER_SHARD = 10_000
 # Pairs one candidate task proposes at most (bounds an actor's output block).
 PAIRS_PER_TASK = 1_000_000
-# The defaults of the local strategies this module mirrors (`candidates.py`).
-ANN_MIN_SIZE = 20_000
-LEXICAL_MIN_SHARED = 1
-LEXICAL_MAX_DF = 0.05
-HUB_SEED = 0
 # Writing Parquet takes no CPU from the actors: with every CPU held by an actor
 # pool, a task waiting for one would stall the job. (Reading has a file-listing
 # task of one CPU that takes no such setting, so what feeds an actor pool is read

@@ -5,7 +5,9 @@ import inspect
 import spacy
 
 from spacy_inconsistency import cli, defaults
-from spacy_inconsistency.candidates import make_budget_strategy, make_window_strategy
+from spacy_inconsistency.candidates import (
+    make_budget_strategy, make_embedding_strategy, make_hub_strategy, make_lexical_strategy, make_window_strategy,
+)
 
 
 def _defaults(fn):
@@ -31,4 +33,7 @@ def test_components_cli_and_strategies_share_the_defaults():
     assert _defaults(make_budget_strategy) == {
         "max_pairs": defaults.MAX_ALL_PAIRS, "window": defaults.WINDOW, "k": defaults.LEXICAL_PARTNERS}
     assert _defaults(make_window_strategy) == {"window": defaults.WINDOW}
-
+    assert _defaults(make_lexical_strategy) == {
+        "k": defaults.LEXICAL_PARTNERS, "min_shared": defaults.LEXICAL_MIN_SHARED, "max_df": defaults.LEXICAL_MAX_DF}
+    assert _defaults(make_embedding_strategy)["ann_min_size"] == defaults.ANN_MIN_SIZE
+    assert _defaults(make_hub_strategy)["seed"] == defaults.HUB_SEED
