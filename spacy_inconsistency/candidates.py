@@ -398,9 +398,10 @@ class BudgetStrategy:
         near = window_pairs(n, self.window)
         # Adjacent units first, then the rest of the window, then by shared words.
         near_priority = 2.0 - (near[:, 1] - near[:, 0]) / max(self.window, 1)
-        lexical, sims = (
-            LexicalOverlap(k=self.k, min_shared=defaults.LEXICAL_MIN_SHARED, max_df=defaults.LEXICAL_MAX_DF).scored(units) if self.k else (EMPTY_PAIRS, numpy.zeros(0))
-        )
+        lexical, sims = EMPTY_PAIRS, numpy.zeros(0)
+        if self.k:
+            overlap = LexicalOverlap(k=self.k, min_shared=defaults.LEXICAL_MIN_SHARED, max_df=defaults.LEXICAL_MAX_DF)
+            lexical, sims = overlap.scored(units)
         pairs = numpy.concatenate([near, lexical])
         priority = numpy.concatenate([near_priority, sims.astype(numpy.float64)])
         keys = pairs[:, 0] * n + pairs[:, 1]
