@@ -5,7 +5,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import typer
 
@@ -445,22 +445,9 @@ def _detect_on_ray(
     ray_address: Optional[str], progress: bool,
 ) -> None:
     """`detect --engine ray`: checks the options, runs `ray_engine.detect_files`, prints the counts."""
-    problems = []
-    if output_dir is None:
-        problems.append("--engine ray needs --output-dir (it writes shards and a manifest there)")
-    if output is not None or html is not None:
-        problems.append("--engine ray writes to --output-dir, not --output/--html")
-    if n_process != 1:
-        problems.append("--engine ray runs --num-actors actors; --n-process is for the local engine")
-    try:
-        check_inputs(inputs)
-    except PathError as err:
-        problems.append(str(err))
-    if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
-        problems.append(f"--output-dir: {output_dir} is not a folder")
-    if problems:
-        typer.echo(f"error: {problems[0]}", err=True)
-        raise typer.Exit(2)
+    extra = ["--engine ray runs --num-actors actors; --n-process is for the local engine"] if n_process != 1 else []
+    _check_ray_options(inputs, output=output, html=html, output_dir=output_dir,
+                       writes="shards and a manifest", extra=extra)
     try:
         from .ray_engine import detect_files
 
@@ -548,18 +535,17 @@ def across_cli(
                err=True)
 
 
-def _across_on_ray(
-    inputs: List[Path], *, output: Optional[Path], html: Optional[Path], output_dir: Optional[Path], text_field: str,
-    source_field: Optional[str], within_docs: bool, strategy: Dict[str, Any], pipeline_settings: Dict[str, Any],
-    num_actors: int, batch_size: int, shard_size: int, cpus_per_actor: float, gpus_per_actor: float,
-    ray_address: Optional[str],
+def _check_ray_options(
+    inputs: List[Path], *, output: Optional[Path], html: Optional[Path], output_dir: Optional[Path], writes: str,
+    extra: Sequence[str] = (),
 ) -> None:
-    """`across --engine ray`: checks the options, runs `ray_across.across_files`, reports errors and counts."""
+    """The options every `--engine ray` command needs; exit 2 with the first problem."""
     problems = []
     if output_dir is None:
-        problems.append("--engine ray needs --output-dir (it writes the stages, findings and a manifest there)")
+        problems.append(f"--engine ray needs --output-dir (it writes {writes} there)")
     if output is not None or html is not None:
         problems.append("--engine ray writes to --output-dir, not --output/--html")
+    problems.extend(extra)
     try:
         check_inputs(inputs)
     except PathError as err:
@@ -569,6 +555,17 @@ def _across_on_ray(
     if problems:
         typer.echo(f"error: {problems[0]}", err=True)
         raise typer.Exit(2)
+
+
+def _across_on_ray(
+    inputs: List[Path], *, output: Optional[Path], html: Optional[Path], output_dir: Optional[Path], text_field: str,
+    source_field: Optional[str], within_docs: bool, strategy: Dict[str, Any], pipeline_settings: Dict[str, Any],
+    num_actors: int, batch_size: int, shard_size: int, cpus_per_actor: float, gpus_per_actor: float,
+    ray_address: Optional[str],
+) -> None:
+    """`across --engine ray`: checks the options, runs `ray_across.across_files`, reports errors and counts."""
+    _check_ray_options(inputs, output=output, html=html, output_dir=output_dir,
+                       writes="the stages, findings and a manifest")
 
     def stage_done(stage: str, counts: Dict[str, Any]) -> None:
         typer.echo(f"stage {stage} done in {counts['seconds']:.1f}s", err=True)

@@ -62,10 +62,10 @@ from .ray_engine import (
     TMP_SUFFIX,
     _check_at_least,
     _check_or_write_run,
-    _input_fingerprint,
     _write_atomically,
     import_ray,
     init_ray,
+    run_settings,
 )
 
 logger = logging.getLogger(__name__)
@@ -1256,25 +1256,14 @@ def across_files(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in inputs]
-    run = {
-        "command": "across",
-        "inputs": _input_fingerprint(paths),
-        "text_field": text_field,
-        "source_field": source_field,
-        "within_docs": within_docs,
-        "strategy": {"neighbours": neighbours, "lexical": lexical, "hubs": hubs,
-                     "probes": probes if hubs else None, "max_hubs": max_hubs if hubs else None},
-        "shard_size": shard_size,
-        "pipeline_settings": {k: v for k, v in sorted(pipeline_settings.items())},
-        "make_pipeline": f"{make_pipeline.__module__}.{getattr(make_pipeline, '__qualname__', make_pipeline)}",
-        "num_actors": num_actors,
-        "batch_size": batch_size,
-        "num_cpus_per_actor": num_cpus_per_actor,
-        "num_gpus_per_actor": num_gpus_per_actor,
-        "address": address,
-        "num_cpus": num_cpus,
-    }
-    run = json.loads(json.dumps(run, default=str))
+    run = run_settings(
+        paths, text_field=text_field, shard_size=shard_size, pipeline_settings=pipeline_settings,
+        make_pipeline=make_pipeline, num_actors=num_actors, batch_size=batch_size,
+        num_cpus_per_actor=num_cpus_per_actor, num_gpus_per_actor=num_gpus_per_actor, address=address,
+        num_cpus=num_cpus, command="across", source_field=source_field, within_docs=within_docs,
+        strategy={"neighbours": neighbours, "lexical": lexical, "hubs": hubs,
+                  "probes": probes if hubs else None, "max_hubs": max_hubs if hubs else None},
+    )
     _check_or_write_run(output_dir, run)
     job = _AcrossRun(
         paths, output_dir, run, make_pipeline=make_pipeline, pipeline_settings=pipeline_settings,

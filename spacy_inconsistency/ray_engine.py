@@ -334,6 +334,29 @@ def _run_key(run: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in run.items() if k not in RESUMABLE_CHANGES}
 
 
+def run_settings(
+    paths: Sequence[Path], *, text_field: str, shard_size: int, pipeline_settings: Dict[str, Any],
+    make_pipeline: Callable[..., Any], num_actors: int, batch_size: int, num_cpus_per_actor: float,
+    num_gpus_per_actor: float, address: Optional[str], num_cpus: Optional[int], **extra: Any,
+) -> Dict[str, Any]:
+    """A Ray run's settings as `run.json` keeps them (JSON values), `extra` added."""
+    run = {
+        "inputs": _input_fingerprint(paths),
+        "text_field": text_field,
+        "shard_size": shard_size,
+        "pipeline_settings": {k: v for k, v in sorted(pipeline_settings.items())},
+        "make_pipeline": f"{make_pipeline.__module__}.{getattr(make_pipeline, '__qualname__', make_pipeline)}",
+        "num_actors": num_actors,
+        "batch_size": batch_size,
+        "num_cpus_per_actor": num_cpus_per_actor,
+        "num_gpus_per_actor": num_gpus_per_actor,
+        "address": address,
+        "num_cpus": num_cpus,
+        **extra,
+    }
+    return json.loads(json.dumps(run, default=str))
+
+
 def _check_or_write_run(output_dir: Path, run: Dict[str, Any]) -> None:
     path = output_dir / RUN_FILE
     if path.exists():
@@ -398,20 +421,12 @@ def detect_files(
     shard_dir = output_dir / SHARD_DIR
     shard_dir.mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in inputs]
-    run = {
-        "inputs": _input_fingerprint(paths),
-        "text_field": text_field,
-        "shard_size": shard_size,
-        "pipeline_settings": {k: v for k, v in sorted(pipeline_settings.items())},
-        "make_pipeline": f"{make_pipeline.__module__}.{getattr(make_pipeline, '__qualname__', make_pipeline)}",
-        "num_actors": num_actors,
-        "batch_size": batch_size,
-        "num_cpus_per_actor": num_cpus_per_actor,
-        "num_gpus_per_actor": num_gpus_per_actor,
-        "address": address,
-        "num_cpus": num_cpus,
-    }
-    run = json.loads(json.dumps(run, default=str))
+    run = run_settings(
+        paths, text_field=text_field, shard_size=shard_size, pipeline_settings=pipeline_settings,
+        make_pipeline=make_pipeline, num_actors=num_actors, batch_size=batch_size,
+        num_cpus_per_actor=num_cpus_per_actor, num_gpus_per_actor=num_gpus_per_actor, address=address,
+        num_cpus=num_cpus,
+    )
     _check_or_write_run(output_dir, run)
     for stale in shard_dir.glob("*" + TMP_SUFFIX):
         # Left by a run killed while writing; its shard is written again.
