@@ -39,7 +39,7 @@ from spacy.tokens import Span
 from spacy.util import registry
 
 from . import defaults
-from .backends.embeddings import SentenceEncoder, block_rows, nearest_neighbours
+from .backends.embeddings import SentenceEncoder, nearest_neighbours
 from .errors import Errors, Warnings
 
 CandidateStrategy = Callable[[Sequence[Span]], numpy.ndarray]
@@ -47,6 +47,8 @@ CandidateStrategy = Callable[[Sequence[Span]], numpy.ndarray]
 PairScorer = Callable[[numpy.ndarray], Tuple[numpy.ndarray, numpy.ndarray]]
 
 EMPTY_PAIRS = numpy.zeros((0, 2), dtype=numpy.int64)
+# Most entries of one block's sparse similarity products in `TermIndex.partners` (~100 MB each).
+PRODUCT_BLOCK_ENTRIES = 4_000_000
 
 
 def normalise_pairs(pairs: numpy.ndarray, n_units: int) -> numpy.ndarray:
@@ -300,6 +302,9 @@ class TermIndex:
         self.n = n = len(terms)
         self.X: Optional[Any] = None
         self.binary: Optional[Any] = None
+        self._XT: Optional[Any] = None
+        self._binaryT: Optional[Any] = None
+        self._row_bound: Optional[numpy.ndarray] = None
         if n < 2 or not any(terms):
             return
         # At least 2 units, so that tiny inputs keep their shared words.
@@ -318,8 +323,10 @@ class TermIndex:
     def partners(self, start: int, end: int, *, k: int, min_shared: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The k most similar units of each unit start..end-1 that share at least `min_shared` words.
 
-        Rows are compared in blocks sized to a fixed memory budget, so the
-        work is (end - start) x n similarities without an n x n matrix.
+        Only unit pairs that share a word are computed (sparse products, in
+        blocks of rows of bounded size), so the work grows with the number of
+        such pairs: far below n x n, but still quadratic in n, as a word may be
+        in up to `max_df` of the units. Ties keep the lower unit index.
 
         start (int): First unit.
         end (int): One past the last unit.
@@ -328,24 +335,39 @@ class TermIndex:
         RETURNS (Tuple[numpy.ndarray, numpy.ndarray]): Pairs (m, 2), each row
             sorted (i < j) but not de-duplicated, and their cosine similarity.
         """
-        if self.X is None:
+        if self.X is None or k < 1:
             return EMPTY_PAIRS.copy(), numpy.zeros(0, dtype=numpy.float32)
-        n = self.n
-        kk = min(k, n - 1)
+        if self._XT is None:
+            self._XT = self.X.T.tocsr()
+            self._binaryT = self.binary.T.tocsr()
+            # Each row's products have at most sum(df of its words) entries: blocks are cut so
+            # that they stay under a fixed number of entries.
+            df = numpy.asarray(self.binary.sum(axis=0)).ravel()
+            self._row_bound = numpy.asarray(self.binary @ df).ravel()
         found, found_sims = [EMPTY_PAIRS], [numpy.zeros(0, dtype=numpy.float32)]
-        rows_per_block = block_rows(n)
-        for s in range(start, end, rows_per_block):
-            e = min(s + rows_per_block, end)
-            sims = (self.X[s:e] @ self.X.T).toarray()
-            shared = (self.binary[s:e] @ self.binary.T).toarray()
-            rows_idx = numpy.arange(len(sims))
-            sims[rows_idx, rows_idx + s] = 0.0
-            sims[shared < min_shared] = 0.0
-            part = numpy.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-            vals = numpy.take_along_axis(sims, part, axis=1)
-            r, c = numpy.nonzero(vals > 0)
-            found.append(numpy.stack([r + s, part[r, c]], axis=1))
-            found_sims.append(vals[r, c].astype(numpy.float32))
+        s = start
+        while s < end:
+            e = s + max(1, int(numpy.searchsorted(numpy.cumsum(self._row_bound[s:end]), PRODUCT_BLOCK_ENTRIES)))
+            e = min(e, end)
+            sims = self.X[s:e] @ self._XT
+            sims.sort_indices()
+            rows = numpy.repeat(numpy.arange(e - s), numpy.diff(sims.indptr))
+            cols, vals = sims.indices.astype(numpy.int64), sims.data
+            keep = (rows + s != cols) & (vals > 0)
+            if min_shared > 1:
+                # X and binary have the same non-zeros (idf > 0), so both products do too;
+                # with min_shared <= 1 every non-zero similarity already shares a word.
+                shared = self.binary[s:e] @ self._binaryT
+                shared.sort_indices()
+                keep &= shared.data >= min_shared
+            rows, cols, vals = rows[keep], cols[keep], vals[keep]
+            # Best first within each row; the stable sort keeps equal ones in column order.
+            order = numpy.argsort(rows + (1.0 - vals.astype(numpy.float64)), kind="stable")
+            rows, cols, vals = rows[order], cols[order], vals[order]
+            top = numpy.arange(len(rows)) - numpy.searchsorted(rows, rows, side="left") < k
+            found.append(numpy.stack([rows[top] + s, cols[top]], axis=1))
+            found_sims.append(vals[top].astype(numpy.float32))
+            s = e
         pairs = numpy.sort(numpy.concatenate(found), axis=1).astype(numpy.int64)
         return pairs, numpy.concatenate(found_sims)
 

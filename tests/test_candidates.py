@@ -100,6 +100,29 @@ def test_term_index_by_hand_and_in_row_ranges():
     assert TermIndex([["a"], ["b"]], max_df=1.0).X is None  # nothing shared: no index, no pairs
 
 
+@pytest.mark.parametrize("min_shared", [1, 2])
+def test_term_index_partners_are_the_dense_top_k(min_shared):
+    """The sparse search returns, for every row, the k best of a brute-force dense cosine matrix."""
+    from spacy_inconsistency.candidates import TermIndex
+
+    rng = numpy.random.default_rng(min_shared)
+    # A small vocabulary, so that many units tie (same words) and many share two words.
+    terms = [[f"w{x}" for x in rng.integers(0, 25, rng.integers(1, 5))] for _ in range(120)]
+    index = TermIndex(terms, max_df=0.3)
+    X, B = index.X.toarray(), index.binary.toarray()
+    sims, shared = X @ X.T, B @ B.T
+    k = 3
+    expected = set()
+    for i in range(len(terms)):
+        ok = [j for j in range(len(terms)) if j != i and sims[i, j] > 1e-6 and shared[i, j] >= min_shared]
+        # Best first; ties keep the lower index.
+        for j in sorted(ok, key=lambda j: (-round(sims[i, j], 5), j))[:k]:
+            expected.add((min(i, j), max(i, j)))
+    got = index.partners(0, len(terms), k=k, min_shared=min_shared)[0]
+    assert set(map(tuple, got.tolist())) == expected
+    assert len(expected) > 50
+
+
 def test_budget_is_all_pairs_up_to_the_budget():
     units = spans([f"Unit {i}." for i in range(10)])
     assert len(make_budget_strategy(max_pairs=45)(units)) == 45
