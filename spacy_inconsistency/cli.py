@@ -222,12 +222,12 @@ def detect(
     counts: Optional[Dict[str, int]] = None,
     **pipeline_settings: Any,
 ) -> Dict[str, int]:
-    """Run the detector over text/JSONL files and write one JSON line per document.
+    """Run the detector over text/JSONL/Parquet files and write one JSON line per document.
 
     Lines that cannot be read are written as records with an `error` field
     (and reported on stderr) in their place in the input order.
 
-    inputs (List[Path]): Text files (one document each) or JSONL files.
+    inputs (List[Path]): Text files (one document each), JSONL or Parquet files.
     output (Optional[Path]): JSONL output file; None writes to stdout.
     text_field (str): The JSONL field holding the text.
     batch_size (int): Documents per `nlp.pipe` batch.
@@ -319,7 +319,7 @@ def across(
     candidate unless a candidate strategy is set. Unreadable lines are
     reported on stderr and counted. All records are held in memory.
 
-    inputs (List[Path]): Text files or JSONL files.
+    inputs (List[Path]): Text files, JSONL or Parquet files.
     output (Optional[Path]): JSONL output, one finding a line; None: stdout.
     html (Optional[Path]): Also write an HTML page of the findings.
     text_field (str): The JSONL field holding the text.
@@ -383,7 +383,7 @@ def across(
 
 @app.command("detect")
 def detect_cli(
-    inputs: List[Path] = typer.Argument(..., help="Text files (one document each) or .jsonl files ({\"text\": ...} per line)."),
+    inputs: List[Path] = typer.Argument(..., help="Text files (one document each), .jsonl files ({\"text\": ...} per line) or .parquet files (a row each)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL output; stdout if not given."),
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
@@ -472,7 +472,7 @@ def _detect_on_ray(
 
 @app.command("across")
 def across_cli(
-    inputs: List[Path] = typer.Argument(..., help="Text files (one statement or document each) or .jsonl files."),
+    inputs: List[Path] = typer.Argument(..., help="Text files (one statement or document each), .jsonl or .parquet files."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL findings; stdout if not given."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page of the findings."),
     source_field: Optional[str] = typer.Option(None, help="JSONL field with each statement's source label."),

@@ -1,4 +1,4 @@
-"""Read documents from text and JSONL files without losing or hiding anything.
+"""Read documents from text, JSONL and Parquet files without losing or hiding anything.
 
 Every readable record becomes exactly one `InputRecord`, in input order: the
 text, or `error` saying why it cannot be processed. What is repaired rather
@@ -211,10 +211,81 @@ def read_jsonl_file(path: Path, *, text_field: str = "text") -> Iterator[InputRe
             yield record
 
 
+def _json_safe(value: Any) -> Any:
+    """A Parquet value as JSON can hold it: bytes, dates and decimals as text."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bytes):
+        return decode_utf8(value)[0]
+    return str(value)
+
+
+def read_parquet_file(path: Path, *, text_field: str = "text", batch_rows: int = 1024) -> Iterator[InputRecord]:
+    """One document per row of a Parquet file, read a batch of rows at a time.
+
+    `line` is the 1-based row number, `id` the row's `id` column when there is
+    one, other columns go to `meta`. A row whose `text_field` is null or not a
+    string gets `error`; a file that cannot be read as Parquet (or a missing
+    `text_field` column) gives one record with `error` for the whole file.
+    Needs pyarrow (`pip install pyarrow`; the `ray` extra has it).
+    """
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        yield InputRecord(source=str(path), line=None, id=str(path),
+                          error="reading Parquet needs pyarrow: pip install pyarrow")
+        return
+    try:
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+    except Exception as err:  # pyarrow raises several types for a file that is not Parquet
+        yield InputRecord(source=str(path), line=None, id=str(path),
+                          error=f"not a readable Parquet file: {type(err).__name__}: {err}")
+        return
+    if text_field not in names:
+        yield InputRecord(source=str(path), line=None, id=str(path),
+                          error=f"no column '{text_field}' (columns: {', '.join(names)})")
+        return
+    number = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=batch_rows):
+            for row in batch.to_pylist():
+                number += 1
+                record = InputRecord(source=str(path), line=number, id=f"{path}:{number}")
+                counter = [0]
+                row = _repair_value(_json_safe(row), counter)
+                if counter[0]:
+                    record.warnings.append(_surrogates_warning(counter[0]))
+                if row.get("id") is not None:
+                    record.id = str(row.pop("id"))
+                row.pop("id", None)
+                text = row.pop(text_field)
+                if not isinstance(text, str):
+                    record.error = f"missing or non-string field '{text_field}'"
+                else:
+                    error = _non_text_error(text)
+                    if error is not None:
+                        record.error = error
+                    else:
+                        record.text = text
+                record.meta = row
+                yield record
+    except Exception as err:  # a corrupt row group: the rows after it cannot be counted
+        yield InputRecord(source=str(path), line=None, id=f"{path}:{number + 1}-",
+                          error=f"Parquet file unreadable after row {number}: {type(err).__name__}: {err}")
+
+
 def read_inputs(paths: List[Path], *, text_field: str = "text") -> Iterator[InputRecord]:
-    """Documents from each path: `.jsonl` files line by line, other files whole."""
+    """Documents from each path: `.jsonl` files line by line, `.parquet` files row by row, other files whole."""
     for path in paths:
-        if path.suffix.lower() in (".jsonl", ".ndjson"):
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
             yield from read_jsonl_file(path, text_field=text_field)
+        elif suffix in (".parquet", ".pq"):
+            yield from read_parquet_file(path, text_field=text_field)
         else:
             yield read_text_file(path)

@@ -91,6 +91,54 @@ def test_error_records_keep_their_id_and_say_what_is_wrong(tmp_path):
     assert records[2].error.startswith("malformed JSON: Unterminated string")
 
 
+def test_parquet_rows_are_records_and_bad_rows_or_files_say_why(tmp_path):
+    import datetime
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({
+        "id": ["a", None, "c", "d"],
+        "text": ["The vote passed. The vote failed.", "It is fine.", None, "\x01\x02\x03" * 10],
+        "day": [datetime.date(2024, 5, 1)] * 4,
+        "blob": [b"raw", None, b"x", b"y"],
+    })
+    good = tmp_path / "in.parquet"
+    pq.write_table(table, good, row_group_size=2)  # rows read across row groups
+    records = list(read_inputs([good]))
+    assert [r.id for r in records] == ["a", f"{good}:2", "c", "d"]
+    assert [r.line for r in records] == [1, 2, 3, 4]
+    assert records[0].text == "The vote passed. The vote failed." and records[0].error is None
+    assert records[0].meta == {"day": "2024-05-01", "blob": "raw"}  # JSON-safe
+    assert records[1].text == "It is fine." and records[1].meta == {"day": "2024-05-01", "blob": None}
+    assert records[2].error == "missing or non-string field 'text'" and records[2].text == ""
+    assert records[3].error.startswith("not text: ")
+    # Another text column, a file without it, a file that is not Parquet: one error record each.
+    no_text = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"body": ["x"]}), no_text)
+    fake = tmp_path / "fake.parquet"
+    fake.write_text("not parquet at all", encoding="utf-8")
+    bad = list(read_inputs([no_text, fake]))
+    assert [(r.id, r.line) for r in bad] == [(str(no_text), None), (str(fake), None)]
+    assert bad[0].error == "no column 'text' (columns: body)"
+    assert bad[1].error.startswith("not a readable Parquet file: ")
+    assert [r.text for r in read_inputs([no_text], text_field="body")] == ["x"]
+
+
+def test_parquet_input_through_detect(tiny_nli, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    data = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["p1", "p2"], "text": ["The vote passed. The vote failed.", None],
+                             "outlet": ["A", "B"]}), data)
+    out = tmp_path / "out.jsonl"
+    result = run_detect(tiny_nli, data, "-o", out)
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["p1", "p2"]
+    assert rows[0]["n_units"] == 2 and rows[0]["meta"] == {"outlet": "A"} and rows[0]["line"] == 1
+    assert rows[1]["error"] == "missing or non-string field 'text'"
+
+
 def test_random_bytes_are_refused_not_scored(tiny_nli, tmp_path):
     noise = tmp_path / "noise.txt"
     noise.write_bytes(os.urandom(20_000))
