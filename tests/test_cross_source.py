@@ -16,7 +16,10 @@ POSTS = "Taxes will rise next year. The tunnel is cancelled. We love our city."
 def make_nlp(model_path, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("contradiction_detector", config={"model": {"model": model_path, "device": "cpu"}, **config})
+    # float32 on every machine ("auto" is bf16 on CPUs with native bf16, where scores of the
+    # same pair move by ~1e-3 with the shapes of its batch): these tests compare across batchings.
+    nlp.add_pipe("contradiction_detector",
+                 config={"model": {"model": model_path, "device": "cpu", "dtype": "float32"}, **config})
     return nlp
 
 
@@ -24,7 +27,7 @@ def test_compare_docs_pairs_across_and_keeps_sources(tiny_nli):
     nlp = make_nlp(tiny_nli, threshold=0.0)
     found = compare_docs(nlp, MANIFESTO, POSTS, sources=("manifesto", "posts"))
     assert len(found) == 2 * 3  # every unit of A with every unit of B, none within a Doc
-    backend = NLIBackend(tiny_nli, device="cpu")
+    backend = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     texts = {0: MANIFESTO, 1: POSTS}
     for f in found:
         a, b = f["units"]
@@ -140,7 +143,7 @@ def test_hub_strategy_across_docs_reuses_probe_scores(tiny_nli):
     detector.model.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
     found = find_contradictions(nlp, statements)
     expected = run_strategy(make_hub_strategy(probes=1, hub_share=0.2), [nlp.make_doc(t)[:] for t in statements],
-                            scorer=ProbeScores(NLIBackend(tiny_nli, device="cpu"), statements))
+                            scorer=ProbeScores(NLIBackend(tiny_nli, device="cpu", dtype="float32"), statements))
     assert 10 < len(expected) < 45  # probes and two hubs' rows, not all pairs
     assert {tuple(sorted(statements.index(u["text"]) for u in f["units"])) for f in found} == set(
         map(tuple, expected.tolist()))

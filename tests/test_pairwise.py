@@ -17,7 +17,10 @@ TEXT = (
 def make_nlp(model_path, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
-    nlp.add_pipe("contradiction_detector", config={"model": {"model": model_path, "device": "cpu"}, **config})
+    # float32 on every machine ("auto" is bf16 on CPUs with native bf16, where scores of the
+    # same pair move by ~1e-3 with the shapes of its batch): these tests compare across batchings.
+    nlp.add_pipe("contradiction_detector",
+                 config={"model": {"model": model_path, "device": "cpu", "dtype": "float32"}, **config})
     return nlp
 
 
@@ -39,7 +42,7 @@ def test_scores_are_both_directions_aggregated(tiny_nli):
     assert units[-1] == "..."  # has no letters: never paired
     found = doc._.contradictions
     assert len(found) == 6  # all pairs of the 4 units with content
-    backend = NLIBackend(tiny_nli, device="cpu")
+    backend = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     for item in found:
         a, b = item["units"]
         assert doc.text[a["start_char"]:a["end_char"]] == a["text"]
@@ -172,7 +175,7 @@ def test_score_pairs_lazy_reverse_keeps_the_same_findings(tiny_nli, aggregation)
 
     texts = ["The budget was approved.", "The budget was rejected.", "A man plays guitar.",
              "Nobody plays music.", "The sky is blue.", "It is raining."]
-    backend = NLIBackend(tiny_nli, device="cpu")
+    backend = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     pairs = candidate_pairs(len(texts), window=1, max_all_pairs=100)
     full = score_pairs(backend, texts, pairs, aggregation=aggregation, lazy_reverse=False)
     for threshold in (0.2, 0.4, 0.6):
@@ -204,7 +207,7 @@ def test_hub_strategy_in_the_detector_scores_each_pair_once(tiny_nli):
     units = list(doc.spans["inconsistency_units"])
     texts = [u.text.strip() for u in units]
     expected = run_strategy(make_hub_strategy(probes=2, hub_share=0.1), units, scorer=ProbeScores(
-        NLIBackend(tiny_nli, device="cpu"), texts))
+        NLIBackend(tiny_nli, device="cpu", dtype="float32"), texts))
     assert 10 < len(expected) < 45  # probes and one hub's row, not all 45 pairs
     found = {tuple(units.index(doc.char_span(u["start_char"], u["end_char"])) for u in f["units"]): f
              for f in doc._.contradictions}
@@ -215,7 +218,7 @@ def test_hub_strategy_in_the_detector_scores_each_pair_once(tiny_nli):
     # Each finding carries the model's scores of its own two directions. The reference
     # scores each call's pairs together, as the detector did: the tiny model's scores
     # differ by ~1e-4 between pairs, and batch padding moves them by up to ~5e-5.
-    reference = NLIBackend(tiny_nli, device="cpu")
+    reference = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     score_of = {}
     for call in calls:
         score_of.update(zip(call, reference.predict(call)["contradiction"]))
@@ -229,7 +232,7 @@ def test_probe_scores_remember_pairs_and_score_only_new_ones(tiny_nli):
     from spacy_inconsistency.components.pairwise import ProbeScores
 
     texts = ["The budget was approved.", "The budget was rejected.", "A man plays guitar.", "Nobody plays music."]
-    backend = NLIBackend(tiny_nli, device="cpu")
+    backend = NLIBackend(tiny_nli, device="cpu", dtype="float32")
     asked = []
     predict = backend.predict
     backend.predict = lambda pairs: (asked.extend(pairs), predict(pairs))[1]
@@ -239,7 +242,7 @@ def test_probe_scores_remember_pairs_and_score_only_new_ones(tiny_nli):
     f2, b2 = probed(numpy.array([[2, 3], [1, 3], [0, 1]]))
     assert len(asked) == 6  # only (1, 3) is new
     assert f2[[0, 2]].tolist() == f1[[1, 0]].tolist() and b2[[0, 2]].tolist() == b1[[1, 0]].tolist()
-    expected = NLIBackend(tiny_nli, device="cpu").predict([(texts[1], texts[3]), (texts[3], texts[1])])["contradiction"]
+    expected = NLIBackend(tiny_nli, device="cpu", dtype="float32").predict([(texts[1], texts[3]), (texts[3], texts[1])])["contradiction"]
     numpy.testing.assert_allclose([f2[1], b2[1]], expected, atol=1e-5)
     known, forward, backward = probed.lookup(numpy.array([[0, 2], [1, 3]]))
     # lookup gives every label's probability: P(entailment), P(neutral), P(contradiction).
