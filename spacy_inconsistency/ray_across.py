@@ -57,7 +57,6 @@ from .io import read_inputs
 from .ray_engine import (
     DEFAULT_MAX_RESTARTS,
     DEFAULT_MAX_TASK_RETRIES,
-    IO_TASK,
     MANIFEST,
     RUN_FILE,
     TMP_SUFFIX,
@@ -88,6 +87,11 @@ PROBABILITY_COLUMNS = ("f0", "f1", "f2", "b0", "b1", "b2")
 FINDINGS_PER_SHARD = 10_000
 # Pairs one candidate task proposes at most (bounds an actor's output block).
 PAIRS_PER_TASK = 1_000_000
+# Writing Parquet takes no CPU from the actors: with every CPU held by an actor
+# pool, a task waiting for one would stall the job. (Reading has a file-listing
+# task of one CPU that takes no such setting, so what feeds an actor pool is read
+# and materialised first.)
+IO_TASK = {"num_cpus": 0}
 
 
 # ---------------------------------------------------------------------------

@@ -5,10 +5,11 @@ loaded pipeline per actor, `nlp.pipe` inside) and turns every input row into
 exactly one output row: the findings, or an `error` saying why there are none.
 `detect_files` adds the files around it: it reads text/JSONL/Parquet inputs
 with `io.read_inputs`, splits the records into numbered shards of
-`shard_size`, streams the shards still to do into Parquet files under
-`inputs/` (so the driver holds one shard at a time, not the corpus), which
-Ray reads back, writes one JSONL output shard per input shard (to a temporary name, then
-renamed, so that a killed run never leaves a half shard that counts as done),
+`shard_size`, puts each shard still to do into Ray's object store as it is
+read (so the driver holds one shard at a time, not the corpus; the store
+spills to disk when full), writes one JSONL output shard per input shard (to
+a temporary name, then renamed, so that a killed run never leaves a half
+shard that counts as done),
 skips the shards an earlier run already wrote, and ends with `manifest.json`.
 
 Ray is an optional extra (`pip install -e ".[ray]"`); this module imports it
@@ -18,7 +19,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
@@ -33,13 +33,6 @@ MANIFEST = "manifest.json"
 RUN_FILE = "run.json"
 SHARD_DIR = "shards"
 SHARD_PATTERN = "part-{index:05d}.jsonl"
-# The records of the shards still to do, written by the driver one shard at a
-# time and read back by Ray, so that the driver never holds the corpus.
-INPUT_DIR = "inputs"
-INPUT_PATTERN = "part-{index:05d}.parquet"
-# Writing and reading Parquet takes no CPU from the actors: with every CPU
-# held by an actor pool, a task waiting for one would stall the job.
-IO_TASK = {"num_cpus": 0}
 TMP_SUFFIX = ".tmp"
 # Columns that order the rows of `detect_files`; carried through the actors.
 SHARD_COLUMN = "_shard"
@@ -442,10 +435,10 @@ def detect_files(
         # Left by a run killed while writing; its shard is written again.
         stale.unlink()
 
-    input_dir = output_dir / INPUT_DIR
-    if input_dir.exists():  # left by a killed run; written again below
-        shutil.rmtree(input_dir)
-    files: List[str] = []
+    # Each shard to do goes into Ray's object store as it is read, so that the
+    # driver holds one shard, not the corpus (and a cluster's nodes need no
+    # access to the driver's files).
+    refs: List[Any] = []
     sizes: Dict[int, int] = {}
     n_in = 0
     skipped = 0
@@ -458,7 +451,9 @@ def detect_files(
                 continue
             logger.warning("%s has the wrong number of lines; writing it again", path)
         sizes[index] = len(shard)
-        files.append(_write_input_shard(input_dir, index, shard))
+        if not refs:
+            init_ray(address=address, num_cpus=num_cpus)
+        refs.append(ray.put(_input_table(index, shard)))
     n_shards = skipped + len(sizes)
     # Shards of an earlier, longer input cannot be part of this run's result.
     extra = sorted(p for p in shard_dir.glob("part-*.jsonl") if int(p.stem.split("-")[1]) >= n_shards)
@@ -467,17 +462,15 @@ def detect_files(
         path.unlink()
 
     started = time.perf_counter()
-    if files:
-        init_ray(address=address, num_cpus=num_cpus)
+    if refs:
         _run_shards(
-            ray, files, sizes, output_dir,
+            ray, refs, sizes, output_dir,
             make_pipeline=make_pipeline, pipeline_settings=pipeline_settings, num_actors=num_actors,
             batch_size=batch_size, num_cpus_per_actor=num_cpus_per_actor, num_gpus_per_actor=num_gpus_per_actor,
             max_restarts=max_restarts, max_task_retries=max_task_retries, progress=progress,
             on_shard_written=on_shard_written,
         )
-    if input_dir.exists():
-        shutil.rmtree(input_dir)
+    del refs
     seconds = time.perf_counter() - started
     manifest = _manifest(output_dir, n_shards, n_in, run)
     manifest.update({"shards_skipped": skipped, "shards_written": len(sizes), "seconds": round(seconds, 3)})
@@ -501,21 +494,17 @@ def _input_schema() -> Any:
     ])
 
 
-def _write_input_shard(input_dir: Path, index: int, shard: List[InputRecord]) -> str:
-    """Shard `index`'s records as a Parquet file; its path."""
+def _input_table(index: int, shard: List[InputRecord]) -> Any:
+    """Shard `index`'s records as an Arrow table."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    input_dir.mkdir(parents=True, exist_ok=True)
-    rows = [_item(record, index, seq) for seq, record in enumerate(shard)]
-    path = input_dir / INPUT_PATTERN.format(index=index)
-    pq.write_table(pa.Table.from_pylist(rows, schema=_input_schema()), path)
-    return str(path)
+    return pa.Table.from_pylist([_item(record, index, seq) for seq, record in enumerate(shard)],
+                                schema=_input_schema())
 
 
 def _run_shards(
     ray: Any,
-    files: List[str],
+    refs: List[Any],
     sizes: Dict[int, int],
     output_dir: Path,
     *,
@@ -531,14 +520,11 @@ def _run_shards(
     # about one shard of results; correctness does not depend on it (rows are
     # grouped by shard and sorted by position below).
     context.execution_options.preserve_order = True
-    # Read before the actor pool starts (reading has a file-listing task of one
-    # CPU that would wait for CPUs the actors hold), from the folder rather than
-    # the list of files (Ray's check of a list for HTTP paths fails where fsspec
-    # is installed without aiohttp), and cut into about one block per batch: Ray
-    # reads small files into one block, which one actor alone would process.
-    folder = str(Path(files[0]).parent)
+    # About one block per batch (a shard is one block, which one actor alone
+    # would process), cut before the actor pool starts: the cut's tasks would
+    # otherwise wait for CPUs the actors hold.
     blocks = max(1, -(-sum(sizes.values()) // settings["batch_size"]))
-    records = ray.data.read_parquet(folder, ray_remote_args=IO_TASK).repartition(blocks).materialize()
+    records = ray.data.from_arrow_refs(refs).repartition(blocks).materialize()
     results = detect_dataset(records, **settings)
     pending: Dict[int, List[Dict[str, Any]]] = {}
     bar = tqdm(total=sum(sizes.values()), unit="doc", disable=not progress, desc="detect (ray)")

@@ -14,7 +14,7 @@ from conftest import PARAGRAPH  # noqa: E402
 from spacy_inconsistency import cli  # noqa: E402
 from spacy_inconsistency.io import read_inputs  # noqa: E402
 from spacy_inconsistency.ray_engine import (  # noqa: E402
-    INPUT_DIR, MANIFEST, SHARD_DIR, TMP_SUFFIX, detect_dataset, detect_files, import_ray, shard_path,
+    MANIFEST, SHARD_DIR, TMP_SUFFIX, detect_dataset, detect_files, import_ray, shard_path,
 )
 
 # The fault-injecting pipeline below is defined here, and Ray's workers cannot import
@@ -159,8 +159,6 @@ def test_every_record_once_in_order_as_detect_writes_it(full_run, corpus, settin
     assert manifest["shards"] == N_RECORDS // SHARD_SIZE and manifest["complete"]
     assert manifest["config"]["pipeline_settings"] == settings
     assert json.loads((output_dir / MANIFEST).read_text()) == manifest
-    # The records went through Parquet files that the run removes when it ends.
-    assert not (output_dir / INPUT_DIR).exists()
 
 
 def test_killed_run_resumes_to_the_same_result(full_run, corpus, settings, tmp_path):
