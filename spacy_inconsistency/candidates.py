@@ -350,16 +350,13 @@ class TermIndex:
             e = s + max(1, int(numpy.searchsorted(numpy.cumsum(self._row_bound[s:end]), PRODUCT_BLOCK_ENTRIES)))
             e = min(e, end)
             sims = self.X[s:e] @ self._XT
+            if min_shared > 1:
+                # With min_shared <= 1 every non-zero similarity already shares a word.
+                sims = sims.multiply(self.binary[s:e] @ self._binaryT >= min_shared).tocsr()
             sims.sort_indices()
             rows = numpy.repeat(numpy.arange(e - s), numpy.diff(sims.indptr))
             cols, vals = sims.indices.astype(numpy.int64), sims.data
             keep = (rows + s != cols) & (vals > 0)
-            if min_shared > 1:
-                # X and binary have the same non-zeros (idf > 0), so both products do too;
-                # with min_shared <= 1 every non-zero similarity already shares a word.
-                shared = self.binary[s:e] @ self._binaryT
-                shared.sort_indices()
-                keep &= shared.data >= min_shared
             rows, cols, vals = rows[keep], cols[keep], vals[keep]
             # Best first within each row; the stable sort keeps equal ones in column order.
             order = numpy.argsort(rows + (1.0 - vals.astype(numpy.float64)), kind="stable")
