@@ -418,7 +418,12 @@ def test_nli_judge_is_entailment_argmax(tiny_nli, datasets):
         assert v.score == pytest.approx(float(probs["entailment"][i]))
     cut = sorted(v.score for v in verdicts)[12]
     thresholded = NLIValidityJudge(backend, threshold=cut).judge(rows)
-    assert sum(v.valid for v in thresholded) == 12
+    # With a threshold, valid means P(entailment) >= threshold, not the argmax. (Counting the
+    # valid ones against 12 fails where rows tie at the cut: the tiny model gives repeated
+    # argument pairs scores equal to ~1e-7, which other batchings reorder.)
+    assert [t.valid for t in thresholded] == [t.score >= cut for t in thresholded]
+    assert 0 < sum(t.valid for t in thresholded) < 24
+    assert any(t.valid != v.valid for t, v in zip(thresholded, verdicts))
     assert argument_pair(rows[0])[0].startswith("Any Republican politician is superior") and argument_pair(rows[0])[1].endswith(".")
     assert NLIValidityJudge(backend).judge([]) == []
 
