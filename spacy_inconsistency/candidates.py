@@ -303,8 +303,7 @@ class TermIndex:
         self.X: Optional[Any] = None
         self.binary: Optional[Any] = None
         self._XT: Optional[Any] = None
-        self._binaryT: Optional[Any] = None
-        self._row_bound: Optional[numpy.ndarray] = None
+        self._bound_before: Optional[numpy.ndarray] = None
         if n < 2 or not any(terms):
             return
         # At least 2 units, so that tiny inputs keep their shared words.
@@ -339,20 +338,20 @@ class TermIndex:
             return EMPTY_PAIRS.copy(), numpy.zeros(0, dtype=numpy.float32)
         if self._XT is None:
             self._XT = self.X.T.tocsr()
-            self._binaryT = self.binary.T.tocsr()
             # Each row's products have at most sum(df of its words) entries: blocks are cut so
             # that they stay under a fixed number of entries.
             df = numpy.asarray(self.binary.sum(axis=0)).ravel()
-            self._row_bound = numpy.asarray(self.binary @ df).ravel()
+            self._bound_before = numpy.concatenate([[0], numpy.cumsum(self.binary @ df)])
         found, found_sims = [EMPTY_PAIRS], [numpy.zeros(0, dtype=numpy.float32)]
         s = start
         while s < end:
-            e = s + max(1, int(numpy.searchsorted(numpy.cumsum(self._row_bound[s:end]), PRODUCT_BLOCK_ENTRIES)))
-            e = min(e, end)
+            # The most rows from s whose bounds sum to at most the budget, and at least one.
+            last = numpy.searchsorted(self._bound_before, self._bound_before[s] + PRODUCT_BLOCK_ENTRIES, side="right")
+            e = min(max(s + 1, int(last) - 1), end)
             sims = self.X[s:e] @ self._XT
             if min_shared > 1:
                 # With min_shared <= 1 every non-zero similarity already shares a word.
-                sims = sims.multiply(self.binary[s:e] @ self._binaryT >= min_shared).tocsr()
+                sims = sims.multiply(self.binary[s:e] @ self.binary.T >= min_shared).tocsr()
             sims.sort_indices()
             rows = numpy.repeat(numpy.arange(e - s), numpy.diff(sims.indptr))
             cols, vals = sims.indices.astype(numpy.int64), sims.data

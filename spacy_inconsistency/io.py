@@ -196,19 +196,28 @@ def read_jsonl_file(path: Path, *, text_field: str = "text") -> Iterator[InputRe
                 record.error = f"expected a JSON object, got {type(obj).__name__}"
                 yield record
                 continue
-            if "id" in obj:
-                record.id = str(obj.pop("id"))
-            if not isinstance(obj.get(text_field), str):
-                record.error = f"missing or non-string field '{text_field}'"
-            else:
-                text = obj.pop(text_field)
-                error = _non_text_error(text)
-                if error is not None:
-                    record.error = error
-                else:
-                    record.text = text
-                record.meta = obj
+            _take_fields(record, obj, text_field)
             yield record
+
+
+def _take_fields(record: InputRecord, obj: Dict[str, Any], text_field: str) -> None:
+    """`record`'s id, text (or the error saying why there is none) and meta from one object.
+
+    obj (Dict[str, Any]): A JSONL object or a Parquet row; emptied of `id` and
+        `text_field`, the rest becomes `meta`.
+    """
+    if "id" in obj:
+        record.id = str(obj.pop("id"))
+    if not isinstance(obj.get(text_field), str):
+        record.error = f"missing or non-string field '{text_field}'"
+        return
+    text = obj.pop(text_field)
+    error = _non_text_error(text)
+    if error is not None:
+        record.error = error
+    else:
+        record.text = text
+    record.meta = obj
 
 
 def _json_safe(value: Any) -> Any:
@@ -256,23 +265,11 @@ def read_parquet_file(path: Path, *, text_field: str = "text", batch_rows: int =
             for row in batch.to_pylist():
                 number += 1
                 record = InputRecord(source=str(path), line=number, id=f"{path}:{number}")
-                counter = [0]
-                row = _repair_value(_json_safe(row), counter)
-                if counter[0]:
-                    record.warnings.append(_surrogates_warning(counter[0]))
-                if row.get("id") is not None:
-                    record.id = str(row.pop("id"))
-                row.pop("id", None)
-                text = row.pop(text_field)
-                if not isinstance(text, str):
-                    record.error = f"missing or non-string field '{text_field}'"
-                else:
-                    error = _non_text_error(text)
-                    if error is not None:
-                        record.error = error
-                    else:
-                        record.text = text
-                record.meta = row
+                # Parquet strings are valid UTF-8, so there is nothing to repair.
+                row = _json_safe(row)
+                if row.get("id") is None:  # a null id: the row number names the record
+                    row.pop("id", None)
+                _take_fields(record, row, text_field)
                 yield record
     except Exception as err:  # a corrupt row group: the rows after it cannot be counted
         yield InputRecord(source=str(path), line=None, id=f"{path}:{number + 1}-",

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import Errors
 from .io import InputRecord, read_inputs
@@ -79,22 +79,26 @@ def init_ray(*, address: Optional[str] = None, num_cpus: Optional[int] = None) -
     return ray
 
 
+def _record_columns() -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
+    """The columns a record has before and after its findings (or its text), in and out."""
+    import pyarrow as pa
+
+    head = [("id", pa.string()), ("source", pa.string()), ("line", pa.int64())]
+    tail = [("warnings", pa.list_(pa.string())), ("error", pa.string()), ("meta", pa.string())]
+    return head, tail
+
+
 def _output_schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("line", pa.int64()),
+    head, tail = _record_columns()
+    return pa.schema(head + [
         ("has_inconsistency", pa.bool_()),
         ("inconsistency_score", pa.float64()),
         ("n_units", pa.int64()),
         # JSON text, so that the column's type does not depend on what was found.
         ("inconsistencies", pa.string()),
-        ("warnings", pa.list_(pa.string())),
-        ("error", pa.string()),
-        ("meta", pa.string()),
-    ])
+    ] + tail)
 
 
 # Input columns the actors read; every other column is passed through.
@@ -470,7 +474,6 @@ def detect_files(
             max_restarts=max_restarts, max_task_retries=max_task_retries, progress=progress,
             on_shard_written=on_shard_written,
         )
-    del refs
     seconds = time.perf_counter() - started
     manifest = _manifest(output_dir, n_shards, n_in, run)
     manifest.update({"shards_skipped": skipped, "shards_written": len(sizes), "seconds": round(seconds, 3)})
@@ -481,17 +484,8 @@ def detect_files(
 def _input_schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([
-        (SHARD_COLUMN, pa.int64()),
-        (SEQ_COLUMN, pa.int64()),
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("line", pa.int64()),
-        ("text", pa.string()),
-        ("error", pa.string()),
-        ("warnings", pa.list_(pa.string())),
-        ("meta", pa.string()),
-    ])
+    head, tail = _record_columns()
+    return pa.schema([(SHARD_COLUMN, pa.int64()), (SEQ_COLUMN, pa.int64())] + head + [("text", pa.string())] + tail)
 
 
 def _input_table(index: int, shard: List[InputRecord]) -> Any:

@@ -101,9 +101,14 @@ def test_term_index_by_hand_and_in_row_ranges():
 
 
 @pytest.mark.parametrize("min_shared", [1, 2])
-def test_term_index_partners_are_the_dense_top_k(min_shared):
-    """The sparse search returns, for every row, the k best of a brute-force dense cosine matrix."""
+@pytest.mark.parametrize("block_entries", [4_000_000, 50])
+def test_term_index_partners_are_the_dense_top_k(min_shared, block_entries, monkeypatch):
+    """The sparse search returns, for every row, the k best of a brute-force dense cosine matrix,
+    whether the rows go in one block or in many small ones."""
+    from spacy_inconsistency import candidates
     from spacy_inconsistency.candidates import TermIndex
+
+    monkeypatch.setattr(candidates, "PRODUCT_BLOCK_ENTRIES", block_entries)
 
     rng = numpy.random.default_rng(min_shared)
     # A small vocabulary, so that many units tie (same words) and many share two words.
