@@ -18,10 +18,16 @@ from typing import Any, Dict, List
 
 import typer
 
+SECOND_FP32 = {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": "mpnet-lora", "device": "cpu", "dtype": "float32"}
 SETTINGS: Dict[str, Dict[str, Any]] = {
     # The default: the embedded model, its 8 highest pairs per document re-scored by mpnet-lora
-    # (dtype "auto": the first model in bf16 on CPUs with native bf16, the second in float32).
+    # (dtype "auto": on CPUs with native bf16 the first model in bf16, the second "mixed"; else
+    # both float32).
     "default": {},
+    # The default until 2026-11-25: the second stage in float32.
+    "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32},
+    # The first model in one direction only (it ranks; the second stage reads both).
+    "one-direction": {"first_stage_directions": 1},
     # The cascade in float32 (the default on CPUs without native bf16).
     "fp32": {"model": {"dtype": "float32"}},
     # The embedded model alone in float32 (the default until the cascade).
@@ -34,9 +40,7 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     "bf16": {"model": {"dtype": "bfloat16"}},
     "int8": {"model": {"dtype": "int8"}},
     # bf16 for the first model only; the second stage, which decides, in float32.
-    "bf16-first": {"model": {"dtype": "bfloat16"},
-                   "rescorer": {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": "mpnet-lora", "device": "cpu",
-                                "dtype": "float32"}},
+    "bf16-first": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32},
     # mpnet-lora on every pair.
     "mpnet": {"model": {"model": "mpnet-lora"}},
 }

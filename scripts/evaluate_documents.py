@@ -46,7 +46,7 @@ def find_data(name: Path, folders: List[Path]) -> Path:
 
 def main(
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
-    dtype: str = typer.Option("auto", help="The first model's forward passes (auto, float32, bfloat16, int8); the rescorer follows an explicit one and is float32 under auto."),
+    dtype: str = typer.Option("auto", help="The first model's forward passes (auto, float32, bfloat16, mixed, int8); the rescorer follows an explicit one and is mixed (native bf16) or float32 under auto."),
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),

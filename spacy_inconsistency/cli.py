@@ -38,7 +38,7 @@ def build_pipeline(
     lang (str): spaCy language code for tokenization ("xx" for any).
     model (str): NLI model: "default", a local path or a hub id.
     device (str): "auto", "cpu", "cuda" or "cuda:N".
-    dtype (str): Forward passes in "auto", "float32", "bfloat16" or "int8" (see `NLIBackend`).
+    dtype (str): Forward passes in "auto", "float32", "bfloat16", "mixed" or "int8" (see `NLIBackend`).
     threshold (Optional[float]): Lowest contradiction score reported; None:
         the threshold fitted with the learned pair score (0.5 for min/mean/max).
     window (int): Following units compared with each unit beyond the pair budget.
@@ -84,9 +84,10 @@ def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str
         model name or path.
     device (str): Device of a named rescorer ("auto" follows the first model).
     dtype (str): The first model's dtype; a named rescorer gets `second_stage_dtype`
-        of it ("auto": float32), as the paired one does.
+        of it ("auto": "mixed" where bf16 is native, else float32), as the paired one does.
     RETURNS (Optional[Dict[str, Any]]): The config block.
     """
+    from .backends.loading import resolve_device
     from .components.pairwise import DEFAULT_RESCORER, second_stage_dtype
 
     if rescorer in (None, "none"):
@@ -94,7 +95,7 @@ def rescorer_config(rescorer: Optional[str], *, device: str = "auto", dtype: str
     if rescorer == AUTO_RESCORER:
         return dict(DEFAULT_RESCORER)
     return {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": rescorer, "device": device,
-            "dtype": second_stage_dtype(dtype)}
+            "dtype": second_stage_dtype(dtype, resolve_device(device))}
 
 
 def candidate_config(

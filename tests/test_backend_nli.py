@@ -194,7 +194,7 @@ PAIRS = [("The museum is open on Sundays.", "The museum is closed on Sundays."),
          ("It rained all day.", "The ground was wet in the evening.")] * 3
 
 
-@pytest.mark.parametrize("dtype,tolerance", [("bfloat16", 0.03), ("int8", 0.05)])
+@pytest.mark.parametrize("dtype,tolerance", [("bfloat16", 0.03), ("mixed", 0.03), ("int8", 0.05)])
 def test_cheaper_dtypes_stay_close_to_float32(tiny_nli, dtype, tolerance):
     reference = NLIBackend(tiny_nli, device="cpu", dtype="float32").predict_proba(PAIRS)
     backend = NLIBackend(tiny_nli, device="cpu", dtype=dtype)
@@ -205,6 +205,10 @@ def test_cheaper_dtypes_stay_close_to_float32(tiny_nli, dtype, tolerance):
     if dtype == "int8":
         layer = backend.model.bert.encoder.layer[0].attention.self.query
         assert type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic")
+    elif dtype == "mixed":
+        # float32 weights, shared with the float32 backend; only the products run in bf16.
+        assert backend.model is NLIBackend(tiny_nli, device="cpu", dtype="float32").model
+        assert numpy.abs(probs - reference).max() > 0
     else:
         assert backend.model.dtype == torch.bfloat16
     # The float model that others share is left as it was.

@@ -89,18 +89,24 @@ def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli, monkey
                                           "max_batch_size": 7}})["m"]
     second = paired.resolve(first)
     assert second.name == tiny_nli and second.dtype_name == "bfloat16" and second.max_batch_size == 7
-    # "auto" may give the first model bf16; the second stage, which decides, stays float32.
+    # "auto" may give the first model bf16; the second stage, which decides, keeps float32
+    # weights and its residual stream ("mixed": only the matrix products in bf16).
     import spacy_inconsistency.backends.nli as nli
 
     monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: True)
     first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu"}})["m"]
     second = paired.resolve(first)
-    assert first.dtype_name == "bfloat16" and second.dtype_name == "float32"
+    assert first.dtype_name == "bfloat16" and second.dtype_name == "mixed"
     # The same rule for a rescorer named on the command line.
     from spacy_inconsistency.cli import rescorer_config
 
-    assert rescorer_config(tiny_nli)["dtype"] == "float32"
+    assert rescorer_config(tiny_nli)["dtype"] == "mixed"
     assert rescorer_config(tiny_nli, dtype="bfloat16")["dtype"] == "bfloat16"
+    # Without native bf16 both stages run in float32.
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: False)
+    first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu"}})["m"]
+    assert first.dtype_name == "float32" and paired.resolve(first).dtype_name == "float32"
+    assert rescorer_config(tiny_nli)["dtype"] == "float32"
 
 
 def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):
@@ -112,6 +118,32 @@ def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):
     (no_scorer / "pair_scorer.json").unlink()
     with pytest.raises(ValueError, match="E193"):
         detector(tiny_nli, str(no_scorer))
+
+
+def test_one_direction_first_stage_ranks_by_the_text_order_direction(tiny_nli, rescorer_dir):
+    """`first_stage_directions = 1`: the first model reads each pair once (the earlier unit
+    as premise) and ranks by that direction; the rescorer still reads both."""
+    first = scores(*detector(tiny_nli, aggregation="min"), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir, aggregation="min"), PARAGRAPH)
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", rescore_top_k=3, first_stage_directions=1)
+    inputs = {"first": [], "second": []}
+    for key, backend in (("first", pipe.pairwise.model), ("second", pipe.pairwise.rescorer)):
+        real = backend.predict
+        backend.predict = lambda texts, real=real, key=key: inputs[key].append(list(texts)) or real(texts)
+    cascade = scores(nlp, pipe, PARAGRAPH)
+    units = [u.text.strip() for u in cascade.units]
+    assert inputs["first"] == [[(units[i], units[j]) for i, j in cascade.pairs.tolist()]]
+    assert len(inputs["second"][0]) == 6  # 3 pairs, both ways
+    top = numpy.argsort(-first.forward, kind="stable")[:3]
+    assert not numpy.array_equal(top, numpy.argsort(-first.score, kind="stable")[:3])  # the setting matters here
+    want = numpy.zeros_like(cascade.score)
+    want[top] = numpy.minimum(alone.forward[top], alone.backward[top])
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    # Without a rescorer the first model decides, in both directions.
+    single = scores(*detector(tiny_nli, aggregation="min", first_stage_directions=1), PARAGRAPH)
+    assert numpy.allclose(single.score, first.score) and numpy.allclose(single.backward, first.backward)
+    with pytest.raises(ValueError, match="E006.*first_stage_directions"):
+        detector(tiny_nli, rescorer_dir, first_stage_directions=3)
 
 
 def test_cascade_survives_to_disk(tiny_nli, rescorer_dir, tmp_path):

@@ -21,7 +21,13 @@ _NOT_ENTAILMENT_NAMES = {
 # Pairs are tokenized and scored this many at a time, so memory does not grow
 # with the number of pairs asked for in one call.
 STREAM_CHUNK = 4096
-DTYPES = ("auto", "float32", "bfloat16", "int8")
+DTYPES = ("auto", "float32", "bfloat16", "mixed", "int8")
+
+
+def has_native_bf16(device: Any) -> bool:
+    """Whether bf16 arithmetic is native on `device` (CUDA, or a CPU with AMX or
+    AVX512-BF16); elsewhere torch emulates it, slower than float32."""
+    return device.type == "cuda" or (device.type == "cpu" and cpu_has_native_bf16())
 
 
 def canonical_label(name: str) -> Optional[str]:
@@ -83,8 +89,11 @@ class NLIBackend(BudgetedBatches):
     dtype (str): Number format of the forward passes: "auto" (bfloat16 on
         CUDA and on CPUs with native bf16, AMX or AVX512-BF16; float32 on other
         CPUs), "float32", "bfloat16" (weights in bf16; held-out NLI accuracy
-        as float32's, P(contradiction) within ~0.04, see docs/speed.md) or
-        "int8" (CPU only: dynamic int8 quantization of the linear layers).
+        as float32's, P(contradiction) within ~0.04, see docs/speed.md),
+        "mixed" (float32 weights, the matrix products in bf16 under
+        `torch.autocast`: the residual stream, LayerNorm and softmax stay
+        float32) or "int8" (CPU only: dynamic int8 quantization of the linear
+        layers).
     """
 
     def __init__(
@@ -121,8 +130,7 @@ class NLIBackend(BudgetedBatches):
             raise ValueError(Errors.E006.format(name="dtype", expected="'int8' only on the CPU", value=self.device))
         if dtype == "auto":
             # bf16 has fp32's range, so no overflow (unlike fp16); on a CPU only where it is native.
-            native = self.device.type == "cuda" or (self.device.type == "cpu" and cpu_has_native_bf16())
-            dtype = "bfloat16" if native else "float32"
+            dtype = "bfloat16" if has_native_bf16(self.device) else "float32"
         self.dtype_name = dtype
         self.dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
         self.max_batch_size = max_batch_size
@@ -233,7 +241,9 @@ class NLIBackend(BudgetedBatches):
 
         batch = pad_features(self.tokenizer, features, side="right")
         arrays = {key: value.to(self.device) for key, value in batch.items()}
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast(
+            self.device.type, dtype=torch.bfloat16, enabled=self.dtype_name == "mixed"
+        ):
             logits = self.model(**arrays).logits
             probs = torch.softmax(logits.float(), dim=-1)
         return probs.cpu().numpy()

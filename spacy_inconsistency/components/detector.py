@@ -50,7 +50,8 @@ class InconsistencyDetector(Pipe):
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
-        pair_scorer, candidates, rescorer, rescore_top_k: as for `contradiction_detector`
+        pair_scorer, candidates, rescorer, rescore_top_k, first_stage_directions: as for
+        `contradiction_detector`
         (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
         rule; `rescorer`, a larger NLI model, re-scores each Doc's top pairs).
     scorer (Optional[Callable]): The scoring method.
@@ -73,6 +74,7 @@ class InconsistencyDetector(Pipe):
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         rescorer: Optional[Union[NLIBackend, PairedRescorer]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
+        first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -83,6 +85,7 @@ class InconsistencyDetector(Pipe):
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
             aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
             candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k,
+            first_stage_directions=first_stage_directions,
         )
         self.scorer = scorer
 
@@ -188,6 +191,7 @@ def make_inconsistency_detector(
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
+    first_stage_directions: int,
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
@@ -198,5 +202,6 @@ def make_inconsistency_detector(
         nlp, name, model=model, segmenter=segmenter, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
-        rescorer=rescorer, rescore_top_k=rescore_top_k, scorer=scorer,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
+        scorer=scorer,
     )

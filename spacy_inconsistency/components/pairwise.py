@@ -16,7 +16,7 @@ from thinc.api import Config
 from .. import candidates as _candidates
 from .. import defaults
 from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, require_backend
-from ..backends.nli import CONTRADICTION, NLIBackend
+from ..backends.nli import CONTRADICTION, NLIBackend, has_native_bf16
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
 from ..pair_score import PAIR_SCORER_FILE, PairScoreModel, stack_probabilities
@@ -68,17 +68,27 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "alignment": defaults.ALIGNMENT,
     "pair_scorer": None,
     "rescore_top_k": defaults.RESCORE_TOP_K,
+    "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k")
+            "rescore_top_k", "first_stage_directions")
 
 
-def second_stage_dtype(dtype: str) -> str:
-    """The dtype of a cascade's second stage for a `dtype` setting: "auto" is float32
-    (the second stage decides, and in bf16 it lost 1.4 points of matched AUC on the
-    behavioural suite, the first model none; docs/speed.md); others are kept."""
-    return "float32" if dtype == "auto" else dtype
+def second_stage_dtype(dtype: str, device: Any) -> str:
+    """The dtype of a cascade's second stage for a `dtype` setting. "auto" is "mixed"
+    (bf16 matrix products, float32 residual stream, LayerNorm and softmax) where bf16
+    is native on `device`, else float32: the second stage decides, and with all its
+    weights in bf16 it lost 1.4 points of matched AUC on the behavioural suite, in
+    "mixed" 0.4 (docs/speed.md). Others are kept.
+
+    dtype (str): The first model's `dtype` setting.
+    device (torch.device): The device both stages run on.
+    RETURNS (str): The second stage's `dtype`.
+    """
+    if dtype != "auto":
+        return dtype
+    return "mixed" if has_native_bf16(device) else "float32"
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,8 @@ class PairedRescorer:
     The default pairs the embedded first model with "mpnet-lora" (all-mpnet-base-v2
     with the shipped LoRA adapters), so `config={"model": {"model": "my/nli"}}`
     runs that model alone. The second stage runs on the first model's device, with
-    its batch sizes and dtype (see `second_stage_dtype`: "auto" gives it float32).
+    its batch sizes and dtype (see `second_stage_dtype`: "auto" gives it "mixed"
+    where bf16 is native, else float32).
     """
 
     model: str = MPNET_LORA_MODEL
@@ -101,7 +112,7 @@ class PairedRescorer:
             return None
         keep = ("device", "dtype", "max_batch_size", "max_batch_tokens", "local_files_only")
         settings = {k: v for k, v in first_model.settings.items() if k in keep}
-        settings["dtype"] = second_stage_dtype(settings["dtype"])
+        settings["dtype"] = second_stage_dtype(settings["dtype"], first_model.device)
         return NLIBackend(self.model, **settings)
 
 
@@ -157,6 +168,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
         pairs score 0. A pair is then flagged when the rescorer alone would
         flag it and the first model ranks it among the Doc's top k.
     rescore_top_k (int): Pairs per Doc the rescorer sees.
+    first_stage_directions (int): With a rescorer, the directions the first
+        model scores each pair in: 1 (the earlier unit as premise; the first
+        stage only ranks the pairs, its score reads that direction as both,
+        and the rescorer reads both) or 2. Without a rescorer always 2.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -179,12 +194,16 @@ class ContradictionDetector(CfgSerializable, Pipe):
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
+        first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
         if rescore_top_k < 1:
             raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
+        if first_stage_directions not in (1, 2):
+            raise ValueError(Errors.E006.format(name="first_stage_directions", expected="1 or 2",
+                                                value=first_stage_directions))
         if isinstance(rescorer, PairedRescorer):
             rescorer = rescorer.resolve(model)
         if rescorer is not None:
@@ -218,6 +237,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "alignment": alignment,
             "pair_scorer": pair_scorer,
             "rescore_top_k": rescore_top_k,
+            "first_stage_directions": first_stage_directions,
         }
         self._pair_scorer: Optional[PairScoreModel] = None
         self._rescorer_pair_scorer: Optional[PairScoreModel] = None
@@ -299,6 +319,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
         docs = list(docs)
         per_doc = []
         texts: List[Tuple[str, str]] = []
+        # A first stage that only ranks for the rescorer reads each pair in text order.
+        directions = 1 if self.rescorer is not None and self.cfg["first_stage_directions"] == 1 else 2
         for doc in docs:
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]
@@ -307,7 +329,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
             known, forward, backward = probed.lookup(pairs)
             for i, j in pairs[~known].tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
-                texts.append((unit_texts[j], unit_texts[i]))
+                if directions == 2:
+                    texts.append((unit_texts[j], unit_texts[i]))
             per_doc.append((units, pairs, known, forward, backward))
             if len(units) >= LONG_DOC_UNITS:
                 logger.info("%s: a Doc of %d units, %d candidate pairs (%d already scored)",
@@ -321,9 +344,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         learned = self._aggregation == LEARNED
         for units, pairs, known, forward, backward in per_doc:
             k = int((~known).sum())
-            scores = probs[offset : offset + 2 * k]
-            offset += 2 * k
-            forward[~known], backward[~known] = scores[0::2], scores[1::2]
+            scores = probs[offset : offset + directions * k]
+            offset += directions * k
+            forward[~known], backward[~known] = scores[0::directions], scores[directions - 1 :: directions]
             # Only the paired units are parsed: a long Doc's budget touches few of them.
             facts = unit_alignment(units, pairs) if learned and self.cfg["alignment"] and len(pairs) else None
             score = combine(
@@ -448,6 +471,7 @@ def make_contradiction_detector(
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
+    first_stage_directions: int,
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
@@ -458,5 +482,6 @@ def make_contradiction_detector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
-        rescorer=rescorer, rescore_top_k=rescore_top_k, scorer=scorer,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
+        scorer=scorer,
     )
