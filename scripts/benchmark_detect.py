@@ -3,11 +3,11 @@
 The corpus is real text from ../shared/data: every distinct source article of
 the TRUE datasets (CNN/DailyMail and XSum news, 488 articles), topped up with
 ConTRoL passages of at least 150 words to reach --n-docs. Prints one line
-per setting (the default, and the previous default for comparison: `min` of
-the two directions, all pairs up to 100 else a window of 4) and the ratios
-from the same run.
+per setting (by default `before`, the default until 2026-11-25 with its second
+stage in float32, then the default) and the ratios against the first, from the
+same run; `SETTINGS` lists the others.
 
-    python scripts/benchmark_detect.py --n-docs 150 --settings default,previous
+    python scripts/benchmark_detect.py --n-docs 20 --settings single,before,default,one-direction,single
 """
 import csv
 import json
@@ -75,7 +75,7 @@ def main(
     data_dir: Path = typer.Option(DEFAULT_DATA, help="The shared data folder."),
     batch_size: int = typer.Option(16, help="nlp.pipe batch size."),
     processes: str = typer.Option("1", help="Comma-separated n_process values to run."),
-    settings: str = typer.Option("default,previous", help=f"Comma-separated settings: {', '.join(SETTINGS)}."),
+    settings: str = typer.Option("before,default", help=f"Comma-separated settings: {', '.join(SETTINGS)}."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
 ) -> None:
     import spacy
