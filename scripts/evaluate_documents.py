@@ -51,6 +51,7 @@ def main(
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
+    first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
@@ -74,7 +75,7 @@ def main(
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
     config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
-              "rescore_top_k": rescore_top_k}
+              "rescore_top_k": rescore_top_k, "first_stage_directions": first_stage_directions}
     detector = nlp.add_pipe("contradiction_detector", config=config)
     rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
@@ -84,6 +85,7 @@ def main(
             scores.extend(detector.predict(docs[start:start + 4]))
             bar.update(len(docs[start:start + 4]))
     results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
+               "first_stage_directions": first_stage_directions if rescorer else 2,
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold
