@@ -858,7 +858,11 @@ class _AcrossRun:
         return grouped.rename_columns({f"max({c})": c for c in columns})
 
     def _read(self, folder: str, columns: Optional[List[str]] = None) -> Any:
-        return self._ray().data.read_parquet(str(self.out / folder), columns=columns, ray_remote_args=IO_TASK)
+        # Named `num_cpus` and `select_columns`: Ray 2.64 removes the readers' `ray_remote_args`
+        # and `columns=`. (write_parquet and the actors' max_restarts / max_task_retries have no
+        # named replacement in Ray 2.60 and keep `ray_remote_args`.)
+        ds = self._ray().data.read_parquet(str(self.out / folder), num_cpus=IO_TASK["num_cpus"])
+        return ds.select_columns(columns) if columns is not None else ds
 
     def _write_dataset(self, ds: Any, folder: str) -> int:
         tmp = self.out / (folder + TMP_SUFFIX)
