@@ -19,7 +19,7 @@ ALIGNMENT = True
 # Pairs per Doc the second stage (the cascade's rescorer) reads again.
 RESCORE_TOP_K = 8
 # Directions the first model scores each pair in when a second stage follows. 1 (text order
-# only) is 1.3x faster but ranks fewer of ContraDoc's contradictions into the second stage's
+# only) is 1.4x faster but ranks fewer of ContraDoc's contradictions into the second stage's
 # pairs (ROC-AUC 0.643 against 0.698; docs/speed.md).
 FIRST_STAGE_DIRECTIONS = 2
 # Threshold of the fixed rules (min / mean / max) when none is given.
