@@ -39,8 +39,6 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     # Cheaper forward passes (NLIBackend `dtype`; the rescorer follows an explicit one).
     "bf16": {"model": {"dtype": "bfloat16"}},
     "int8": {"model": {"dtype": "int8"}},
-    # bf16 for the first model only; the second stage, which decides, in float32.
-    "bf16-first": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32},
     # mpnet-lora on every pair.
     "mpnet": {"model": {"model": "mpnet-lora"}},
 }
