@@ -24,8 +24,10 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     # (dtype "auto": on CPUs with native bf16 the first model in bf16, the second "mixed"; else
     # both float32).
     "default": {},
-    # The default until 2026-11-25: the second stage in float32.
-    "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32},
+    # The default until 2026-11-25: the second stage in float32, the first model on both orders of every pair.
+    "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32, "reverse_top_k": None},
+    # The default until 2026-11-26: the first model reads both orders of every pair.
+    "both-orders": {"reverse_top_k": None},
     # The first model in one direction only (it ranks; the second stage reads both).
     "one-direction": {"first_stage_directions": 1},
     # The cascade in float32 (the default on CPUs without native bf16).

@@ -52,6 +52,7 @@ def main(
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
+    reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
@@ -75,7 +76,8 @@ def main(
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
     config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
-              "rescore_top_k": rescore_top_k, "first_stage_directions": first_stage_directions}
+              "rescore_top_k": rescore_top_k, "first_stage_directions": first_stage_directions,
+              "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k)}
     detector = nlp.add_pipe("contradiction_detector", config=config)
     rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
@@ -86,6 +88,7 @@ def main(
             bar.update(len(docs[start:start + 4]))
     results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
                "first_stage_directions": first_stage_directions if rescorer else 2,
+               "reverse_top_k": config["reverse_top_k"] if rescorer and first_stage_directions == 2 else None,
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold

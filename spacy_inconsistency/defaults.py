@@ -22,6 +22,11 @@ RESCORE_TOP_K = 8
 # only) is 1.4x faster but ranks fewer of ContraDoc's contradictions into the second stage's
 # pairs (ROC-AUC 0.643 against 0.698; docs/speed.md).
 FIRST_STAGE_DIRECTIONS = 2
+# With a second stage and both directions, the first model reads the reverse order only of each
+# Doc's pairs its text-order reading ranks this high (never fewer than RESCORE_TOP_K); None: of
+# every pair. The reverse order rarely lifts a pair from further down into the second stage's top 8
+# (docs/speed.md).
+REVERSE_TOP_K = 32
 # Threshold of the fixed rules (min / mean / max) when none is given.
 RULE_THRESHOLD = 0.5
 # Lexical overlap: fewest shared content words for a pair, and the largest share of

@@ -38,7 +38,8 @@ def scores(nlp, pipe, text):
 def test_rescorer_scores_the_first_models_top_pairs(tiny_nli, rescorer_dir, k):
     first = scores(*detector(tiny_nli), PARAGRAPH)
     alone = scores(*detector(rescorer_dir), PARAGRAPH)
-    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=k), PARAGRAPH)
+    # Both orders of every pair, as `first` reads them (`reverse_top_k` below).
+    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=k, reverse_top_k=None), PARAGRAPH)
     assert numpy.array_equal(first.pairs, cascade.pairs) and len(first.pairs) > 3
     top = numpy.argsort(-first.score, kind="stable")[:k]
     want = numpy.zeros_like(alone.score)
@@ -66,7 +67,7 @@ def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
 @pytest.mark.parametrize("rule", ["min", "max"])
 def test_cascade_with_a_fixed_rule_applies_it_to_the_rescorers_probabilities(tiny_nli, rescorer_dir, rule):
     first = scores(*detector(tiny_nli, aggregation=rule), PARAGRAPH)
-    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation=rule, rescore_top_k=3)
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation=rule, rescore_top_k=3, reverse_top_k=None)
     cascade = scores(nlp, pipe, PARAGRAPH)
     alone = scores(*detector(rescorer_dir, aggregation=rule), PARAGRAPH)
     top = numpy.argsort(-first.score, kind="stable")[:3]
@@ -120,16 +121,24 @@ def test_rescorer_settings_are_checked(tiny_nli, rescorer_dir, tmp_path):
         detector(tiny_nli, str(no_scorer))
 
 
+def record_inputs(pipe):
+    """The texts each stage's backend is called with, call by call."""
+    inputs = {"first": [], "second": []}
+    for key, backend in (("first", pipe.pairwise.model), ("second", pipe.pairwise.rescorer)):
+        if backend is None:
+            continue
+        real = backend.predict
+        backend.predict = lambda texts, real=real, key=key: inputs[key].append(list(texts)) or real(texts)
+    return inputs
+
+
 def test_one_direction_first_stage_ranks_by_the_text_order_direction(tiny_nli, rescorer_dir):
     """`first_stage_directions = 1`: the first model reads each pair once (the earlier unit
     as premise) and ranks by that direction; the rescorer still reads both."""
     first = scores(*detector(tiny_nli, aggregation="min"), PARAGRAPH)
     alone = scores(*detector(rescorer_dir, aggregation="min"), PARAGRAPH)
     nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", rescore_top_k=3, first_stage_directions=1)
-    inputs = {"first": [], "second": []}
-    for key, backend in (("first", pipe.pairwise.model), ("second", pipe.pairwise.rescorer)):
-        real = backend.predict
-        backend.predict = lambda texts, real=real, key=key: inputs[key].append(list(texts)) or real(texts)
+    inputs = record_inputs(pipe)
     cascade = scores(nlp, pipe, PARAGRAPH)
     units = [u.text.strip() for u in cascade.units]
     assert inputs["first"] == [[(units[i], units[j]) for i, j in cascade.pairs.tolist()]]
@@ -146,12 +155,54 @@ def test_one_direction_first_stage_ranks_by_the_text_order_direction(tiny_nli, r
         detector(tiny_nli, rescorer_dir, first_stage_directions=3)
 
 
+def test_first_stage_reads_the_reverse_order_of_its_top_pairs_only(tiny_nli, rescorer_dir):
+    """`reverse_top_k`: the first model reads every pair in text order, then the reverse
+    order of the pairs that reading ranks highest; the cascade re-scores the top of that."""
+    first = scores(*detector(tiny_nli, aggregation="min"), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir, aggregation="min"), PARAGRAPH)
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", rescore_top_k=2, reverse_top_k=5)
+    inputs = record_inputs(pipe)
+    cascade = scores(nlp, pipe, PARAGRAPH)
+    units = [u.text.strip() for u in cascade.units]
+    pairs = cascade.pairs.tolist()
+    assert len(pairs) > 10
+    # `min` of a direction with itself: the text-order ranking is P(c | earlier, later).
+    reversed_ = numpy.argsort(-first.forward, kind="stable")[:5]
+    assert inputs["first"] == [[(units[i], units[j]) for i, j in pairs],
+                               [(units[pairs[k][1]], units[pairs[k][0]]) for k in reversed_]]
+    backward = first.forward.copy()
+    backward[reversed_] = first.backward[reversed_]
+    top = numpy.argsort(-numpy.minimum(first.forward, backward), kind="stable")[:2]
+    assert not numpy.array_equal(top, numpy.argsort(-first.score, kind="stable")[:2])  # the setting matters here
+    assert inputs["second"] == [[t for i, j in cascade.pairs[top].tolist() for t in
+                                 ((units[i], units[j]), (units[j], units[i]))]]
+    want = numpy.zeros_like(cascade.score)
+    want[top] = numpy.minimum(alone.forward[top], alone.backward[top])
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    # Never fewer reverse readings than pairs re-scored.
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", rescore_top_k=4, reverse_top_k=1)
+    inputs = record_inputs(pipe)
+    scores(nlp, pipe, PARAGRAPH)
+    assert [len(call) for call in inputs["first"]] == [len(pairs), 4]
+    # null: both orders of every pair in one call; without a rescorer the setting does nothing.
+    for rescorer, k in ((rescorer_dir, None), (None, 5)):
+        nlp, pipe = detector(tiny_nli, rescorer, aggregation="min", reverse_top_k=k)
+        inputs = record_inputs(pipe)
+        got = scores(nlp, pipe, PARAGRAPH)
+        assert [len(call) for call in inputs["first"]] == [2 * len(pairs)]
+        if rescorer is None:
+            assert numpy.allclose(got.score, first.score) and numpy.allclose(got.backward, first.backward)
+    for bad in (0, -3, 2.5, "8", True):  # the config's type check or the component's
+        with pytest.raises(ValueError, match="reverse_top_k"):
+            detector(tiny_nli, rescorer_dir, reverse_top_k=bad)
+
+
 def test_cascade_survives_to_disk(tiny_nli, rescorer_dir, tmp_path):
-    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=2)
+    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=2, reverse_top_k=7)
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline")
     pipe = loaded.get_pipe("inconsistency_detector")
-    assert pipe.cfg["rescore_top_k"] == 2 and pipe.pairwise.rescorer is not None
+    assert pipe.cfg["rescore_top_k"] == 2 and pipe.cfg["reverse_top_k"] == 7 and pipe.pairwise.rescorer is not None
     assert loaded(PARAGRAPH)._.inconsistency_score == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
 
 

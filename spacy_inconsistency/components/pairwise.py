@@ -69,10 +69,11 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "pair_scorer": None,
     "rescore_top_k": defaults.RESCORE_TOP_K,
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
+    "reverse_top_k": defaults.REVERSE_TOP_K,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k", "first_stage_directions")
+            "rescore_top_k", "first_stage_directions", "reverse_top_k")
 
 
 def second_stage_dtype(dtype: str, device: Any) -> str:
@@ -172,6 +173,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         model scores each pair in: 1 (the earlier unit as premise; the first
         stage only ranks the pairs, its score reads that direction as both,
         and the rescorer reads both) or 2. Without a rescorer always 2.
+    reverse_top_k (Optional[int]): With a rescorer and two directions, the
+        first model reads every pair in text order and the reverse order only
+        of the Doc's `reverse_top_k` pairs that reading ranks highest (never
+        fewer than `rescore_top_k`); the others' score reads their one
+        direction as both. None: both orders of every pair.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -195,10 +201,15 @@ class ContradictionDetector(CfgSerializable, Pipe):
         rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
+        reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
+        if reverse_top_k is not None and (isinstance(reverse_top_k, bool) or not isinstance(reverse_top_k, int)
+                                          or reverse_top_k < 1):
+            raise ValueError(Errors.E006.format(name="reverse_top_k", expected="at least 1 or null",
+                                                value=reverse_top_k))
         if rescore_top_k < 1:
             raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
         if first_stage_directions not in (1, 2):
@@ -238,6 +249,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "pair_scorer": pair_scorer,
             "rescore_top_k": rescore_top_k,
             "first_stage_directions": first_stage_directions,
+            "reverse_top_k": reverse_top_k,
         }
         self._pair_scorer: Optional[PairScoreModel] = None
         self._rescorer_pair_scorer: Optional[PairScoreModel] = None
@@ -311,7 +323,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
             yield from docs
 
     def predict(self, docs: Iterable[Doc]) -> List[PairScores]:
-        """Score the candidate pairs of a batch of Docs in one backend call.
+        """Score the candidate pairs of a batch of Docs in one backend call
+        (two when the reverse order is read for the top pairs only).
 
         docs (Iterable[Doc]): The Docs.
         RETURNS (List[PairScores]): One per Doc.
@@ -319,8 +332,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         docs = list(docs)
         per_doc = []
         texts: List[Tuple[str, str]] = []
-        # A first stage that only ranks for the rescorer reads each pair in text order.
-        directions = 1 if self.rescorer is not None and self.cfg["first_stage_directions"] == 1 else 2
+        reverse_k = self._reverse_top_k()
+        # A first stage that only ranks for the rescorer reads each pair in text order first.
+        directions = 2 if reverse_k is None else 1
         for doc in docs:
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]
@@ -331,33 +345,71 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 texts.append((unit_texts[i], unit_texts[j]))
                 if directions == 2:
                     texts.append((unit_texts[j], unit_texts[i]))
-            per_doc.append((units, pairs, known, forward, backward))
+            per_doc.append((units, unit_texts, pairs, known, forward, backward))
             if len(units) >= LONG_DOC_UNITS:
                 logger.info("%s: a Doc of %d units, %d candidate pairs (%d already scored)",
                             self.name, len(units), len(pairs), int(known.sum()))
         start = time.perf_counter()
-        probs = stack_probabilities(self.model.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
+        probs = self._probabilities(self.model, texts)
         if any(len(units) >= LONG_DOC_UNITS for units, *_ in per_doc):
             logger.info("%s: scored %d NLI inputs in %.0f s", self.name, len(texts), time.perf_counter() - start)
-        out, doc_facts = [], []
+        doc_facts = []
         offset = 0
         learned = self._aggregation == LEARNED
-        for units, pairs, known, forward, backward in per_doc:
+        for units, _, pairs, known, forward, backward in per_doc:
             k = int((~known).sum())
             scores = probs[offset : offset + directions * k]
             offset += directions * k
             forward[~known], backward[~known] = scores[0::directions], scores[directions - 1 :: directions]
             # Only the paired units are parsed: a long Doc's budget touches few of them.
-            facts = unit_alignment(units, pairs) if learned and self.cfg["alignment"] and len(pairs) else None
+            doc_facts.append(unit_alignment(units, pairs) if learned and self.cfg["alignment"] and len(pairs) else None)
+        if reverse_k is not None and reverse_k > 0:
+            self._read_reverse(per_doc, doc_facts, reverse_k)
+        out = []
+        for (units, _, pairs, known, forward, backward), facts in zip(per_doc, doc_facts):
             score = combine(
                 forward, backward, pairs, aggregation=self._aggregation,
                 pair_scorer=self._pair_scorer, facts=facts,
             )
             out.append(PairScores(units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score))
-            doc_facts.append(facts)
         if self.rescorer is not None:
             out = self._rescore(out, doc_facts)
         return out
+
+    def _reverse_top_k(self) -> Optional[int]:
+        """How many pairs per Doc the first model reads in reverse order when it reads
+        the text order of all of them first: None when it reads both orders of every
+        pair at once (no rescorer, or `reverse_top_k` null), 0 with one direction."""
+        if self.rescorer is None:
+            return None
+        if self.cfg["first_stage_directions"] == 1:
+            return 0
+        if self.cfg["reverse_top_k"] is None:
+            return None
+        return max(int(self.cfg["reverse_top_k"]), int(self.cfg["rescore_top_k"]))
+
+    def _read_reverse(self, per_doc: list, doc_facts: List[Optional[list]], k: int) -> None:
+        """Read the reverse order of each Doc's `k` pairs that rank highest on their
+        text order (scored as if both orders read alike); writes their `backward`."""
+        chosen, texts = [], []
+        for (units, unit_texts, pairs, known, forward, backward), facts in zip(per_doc, doc_facts):
+            ranking = combine(forward, backward, pairs, aggregation=self._aggregation,
+                              pair_scorer=self._pair_scorer, facts=facts)
+            top = numpy.argsort(-ranking, kind="stable")[:k]
+            top = top[~known[top]]
+            chosen.append(top)
+            texts.extend((unit_texts[j], unit_texts[i]) for i, j in pairs[top].tolist())
+        probs = self._probabilities(self.model, texts)
+        offset = 0
+        for (*_, backward), top in zip(per_doc, chosen):
+            backward[top] = probs[offset : offset + len(top)]
+            offset += len(top)
+
+    @staticmethod
+    def _probabilities(model: NLIBackend, texts: List[Tuple[str, str]]) -> numpy.ndarray:
+        if not texts:
+            return numpy.zeros((0, 3), numpy.float32)
+        return stack_probabilities(model.predict(texts), len(texts))
 
     def _rescore(self, first: List[PairScores], doc_facts: List[Optional[list]]) -> List[PairScores]:
         """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer.
@@ -374,7 +426,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             for i, j in scores.pairs[top].tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
                 texts.append((unit_texts[j], unit_texts[i]))
-        probs = stack_probabilities(self.rescorer.predict(texts), len(texts)) if texts else numpy.zeros((0, 3), numpy.float32)
+        probs = self._probabilities(self.rescorer, texts)
         out, offset = [], 0
         for scores, top, facts in zip(first, chosen, doc_facts):
             n = len(top)
@@ -472,6 +524,7 @@ def make_contradiction_detector(
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
     first_stage_directions: int,
+    reverse_top_k: Optional[int],
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
@@ -483,5 +536,5 @@ def make_contradiction_detector(
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
         rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
-        scorer=scorer,
+        reverse_top_k=reverse_top_k, scorer=scorer,
     )
