@@ -1,0 +1,128 @@
+"""How many pairs must the first model read in reverse order for the cascade's second stage
+to see the same pairs? Agreement of each Doc's top `rescore_top_k` pairs, per `reverse_top_k`.
+
+The first stage of the default detector (the embedded model, its dtype, the
+learned pair score with alignment; no second stage) reads both orders of every
+candidate pair once. Each budget is then simulated on those probabilities: the
+reverse order is kept for the Doc's `reverse_top_k` pairs that rank highest when
+each pair's text order is read as both (what `reverse_top_k` does), and the
+others' score reads their text order as both. Reported per set: the share of
+Docs whose top 8 is the set the full reading gives, the mean Jaccard overlap of
+the two sets, the share of reverse readings kept, and for the behavioural suite
+the gold pairs among the top 8 (the suite's `gold` sentences, both splits).
+
+Sets: the behavioural suite (both sides of every record), ContraDoc-50, the
+first 40 XSum source articles of `true/qags_xsum.csv` and the first 40
+documents of `scripts/benchmark_detect.py`'s corpus.
+
+    python scripts/pairwise/reverse_budget.py --data-dir ../shared/data --budgets 16,24,32,48
+"""
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import numpy
+import typer
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _overlapping(units, span) -> set:
+    return {i for i, u in enumerate(units) if u.start_char < span[1] and span[0] < u.end_char}
+
+
+def main(
+    data_dir: Path = typer.Option(ROOT.parent / "shared" / "data", help="The shared data folder."),
+    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the behavioural suite."),
+    budgets: str = typer.Option("16,24,32,48", help="Comma-separated reverse_top_k values."),
+    n_news: int = typer.Option(40, help="XSum news articles, and benchmark documents."),
+    output: Path = typer.Option(None, help="Write the figures as JSON here."),
+) -> None:
+    import spacy
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from benchmark_detect import load_corpus
+    from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+    from spacy_inconsistency.pair_score import stack_probabilities
+    from spacy_inconsistency.pair_scoring import combine, doc_units, has_content, speaker_pairs, unit_alignment
+
+    records = read_behaviour_suite(suite, "*.jsonl")
+    sets: Dict[str, List[str]] = {"suite": [r[side]["text"] for r in records for side in ("contradiction", "control")]}
+    golds = [r["gold"] if side == "contradiction" else None for r in records for side in ("contradiction", "control")]
+    contradoc = json.loads((data_dir / "contradiction" / "contradoc_50.json").read_text(encoding="utf8"))
+    sets["contradoc"] = [r["text"] for r in contradoc]
+    news: List[str] = []
+    with (data_dir / "true" / "qags_xsum.csv").open(encoding="utf8") as f:
+        for row in csv.DictReader(f):
+            if row["grounding"] not in news:
+                news.append(row["grounding"])
+    sets["news"] = news[:n_news]
+    sets["benchmark"] = load_corpus(data_dir, n_news)
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_segmenter")
+    detector = nlp.add_pipe("contradiction_detector", config={"rescorer": None})
+    k = detector.cfg["rescore_top_k"]
+    ks = [int(b) for b in budgets.split(",")]
+    results: Dict[str, Dict] = {"rescore_top_k": k, "sets": {}}
+
+    def rank(fwd, bwd, pairs, facts):
+        return combine(fwd, bwd, pairs, aggregation=detector.aggregation, pair_scorer=detector.pair_scorer, facts=facts)
+
+    for name, texts in sets.items():
+        tally = {b: {"same": 0, "jaccard": 0.0, "reverse": 0, "gold": 0} for b in ks + ["all"]}
+        docs_n, pairs_n, gold_n = 0, 0, 0
+        for index, doc in enumerate(nlp.pipe(texts)):
+            units = [u for u in doc_units(doc, detector.cfg["units_key"], detector.name) if has_content(u)]
+            pairs = speaker_pairs(units, detector.unit_pairs(units), detector.cfg["speakers"])
+            if not len(pairs):
+                continue
+            t = [u.text.strip() for u in units]
+            both = [(t[i], t[j]) for i, j in pairs.tolist()] + [(t[j], t[i]) for i, j in pairs.tolist()]
+            probs = stack_probabilities(detector.model.predict(both), len(both))
+            fwd, bwd = probs[: len(pairs)], probs[len(pairs):]
+            facts = unit_alignment(units, pairs) if detector.pair_scorer is not None and detector.cfg["alignment"] else None
+            full = set(numpy.argsort(-rank(fwd, bwd, pairs, facts), kind="stable")[:k].tolist())
+            gold = None
+            if name == "suite" and golds[index] is not None:
+                a, b = _overlapping(units, golds[index][0]), _overlapping(units, golds[index][1])
+                gold = {p for p, (i, j) in enumerate(pairs.tolist()) if (i in a and j in b) or (i in b and j in a)}
+                gold_n += 1
+            one_way = rank(fwd, fwd, pairs, facts)
+            for budget in ks + ["all"]:
+                if budget == "all":
+                    top = full
+                    read = len(pairs)
+                else:
+                    reversed_ = numpy.argsort(-one_way, kind="stable")[: max(budget, k)]
+                    partial = fwd.copy()
+                    partial[reversed_] = bwd[reversed_]
+                    top = set(numpy.argsort(-rank(fwd, partial, pairs, facts), kind="stable")[:k].tolist())
+                    read = len(reversed_)
+                entry = tally[budget]
+                entry["same"] += top == full
+                entry["jaccard"] += len(top & full) / len(top | full)
+                entry["reverse"] += read
+                entry["gold"] += bool(gold and gold & top)
+            docs_n += 1
+            pairs_n += len(pairs)
+        results["sets"][name] = {"docs": docs_n, "pairs": pairs_n, "gold_pairs": gold_n, "by_budget": {}}
+        for budget, entry in tally.items():
+            row = {"same_top": entry["same"] / docs_n, "jaccard": entry["jaccard"] / docs_n,
+                   "reverse_read": entry["reverse"] / pairs_n}
+            if gold_n:
+                row["gold_in_top"] = entry["gold"]
+            results["sets"][name]["by_budget"][str(budget)] = row
+            gold_text = f", gold pair in the top {k}: {entry['gold']} of {gold_n}" if gold_n else ""
+            typer.echo(f"{name} ({docs_n} docs, {pairs_n / docs_n:.0f} pairs each), reverse_top_k={budget}: "
+                       f"same top {k} {row['same_top']:.2f}, Jaccard {row['jaccard']:.3f}, "
+                       f"reverse readings {row['reverse_read']:.0%}{gold_text}")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(results, indent=2), encoding="utf8")
+
+
+if __name__ == "__main__":
+    typer.run(main)
