@@ -90,6 +90,12 @@ def test_the_default_rescorer_goes_with_the_embedded_model_only(tiny_nli, monkey
                                           "max_batch_size": 7}})["m"]
     second = paired.resolve(first)
     assert second.name == tiny_nli and second.dtype_name == "bfloat16" and second.max_batch_size == 7
+    # On CPU the second stage's batches are small (its few pairs vary in length); others as the first's.
+    first = spacy.registry.resolve({"m": {"@misc": BACKEND, "model": tiny_nli, "device": "cpu", "max_batch_size": 64,
+                                          "max_batch_tokens": 1000}})["m"]
+    second = paired.resolve(first)
+    assert second.max_batch_size == 16 and second.max_batch_tokens == 1000
+    assert PairedRescorer(model=tiny_nli, first=tiny_nli, cpu_max_batch_size=4).resolve(first).max_batch_size == 4
     # "auto" may give the first model bf16; the second stage, which decides, keeps float32
     # weights and its residual stream ("mixed": only the matrix products in bf16).
     import spacy_inconsistency.backends.nli as nli
