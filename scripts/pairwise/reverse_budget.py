@@ -17,7 +17,6 @@ documents of `scripts/benchmark_detect.py`'s corpus.
 
     python scripts/pairwise/reverse_budget.py --data-dir ../shared/data --budgets 16,24,32,48
 """
-import csv
 import json
 import sys
 from pathlib import Path
@@ -45,19 +44,17 @@ def main(
     sys.path.insert(0, str(ROOT / "scripts"))
     from benchmark_detect import load_corpus
     from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+    from spacy_inconsistency.corpora.contradoc import read_contradoc
+    from spacy_inconsistency.corpora.true import read_true
     from spacy_inconsistency.pair_score import stack_probabilities
     from spacy_inconsistency.pair_scoring import combine, doc_units, has_content, speaker_pairs, unit_alignment
 
     records = read_behaviour_suite(suite, "*.jsonl")
     sets: Dict[str, List[str]] = {"suite": [r[side]["text"] for r in records for side in ("contradiction", "control")]}
     golds = [r["gold"] if side == "contradiction" else None for r in records for side in ("contradiction", "control")]
-    contradoc = json.loads((data_dir / "contradiction" / "contradoc_50.json").read_text(encoding="utf8"))
-    sets["contradoc"] = [r["text"] for r in contradoc]
-    news: List[str] = []
-    with (data_dir / "true" / "qags_xsum.csv").open(encoding="utf8") as f:
-        for row in csv.DictReader(f):
-            if row["grounding"] not in news:
-                news.append(row["grounding"])
+    sets["contradoc"] = [r["text"] for r in read_contradoc(data_dir / "contradiction" / "contradoc_50.json",
+                                                           keep_missing_evidence=True)]
+    news = list(dict.fromkeys(e.source for e in read_true(data_dir / "true" / "qags_xsum.csv")))
     sets["news"] = news[:n_news]
     sets["benchmark"] = load_corpus(data_dir, n_news)
 
