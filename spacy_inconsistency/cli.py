@@ -389,7 +389,7 @@ def detect_cli(
     model: str = typer.Option(DEFAULT_MODEL, help="NLI model: 'default' (embedded), a local directory or a hub id."),
     lang: str = typer.Option("en", help="spaCy language code for tokenization ('xx' for any language)."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    dtype: str = typer.Option("auto", help="NLI forward passes: auto (on CUDA and on CPUs with AMX/AVX512-BF16 the first model in bf16, the rescorer mixed; else float32), or one for both models: float32, bfloat16, mixed (bf16 products, float32 weights), int8."),
+    dtype: str = typer.Option("auto", help="NLI forward passes: auto (on CUDA and on CPUs with AMX/AVX512-BF16 the first model in bf16, the rescorer mixed; else float32), or one for both models: float32, bfloat16, mixed (bf16 products and linear weights, the rest float32), int8."),
     threshold: Optional[float] = typer.Option(None, help="Lowest contradiction score reported (default: the learned score's fitted threshold; 0.5 for min/mean/max)."),
     window: int = typer.Option(defaults.WINDOW, help="Following units compared with each unit beyond the pair budget."),
     max_all_pairs: int = typer.Option(defaults.MAX_ALL_PAIRS, help="Pair budget per document: all unit pairs up to this many."),

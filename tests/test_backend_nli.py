@@ -206,9 +206,19 @@ def test_cheaper_dtypes_stay_close_to_float32(tiny_nli, dtype, tolerance):
         layer = backend.model.bert.encoder.layer[0].attention.self.query
         assert type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic")
     elif dtype == "mixed":
-        # float32 weights, shared with the float32 backend; only the products run in bf16.
-        assert backend.model is NLIBackend(tiny_nli, device="cpu", dtype="float32").model
+        # Only the products run in bf16: the linear layers' weights are stored as autocast
+        # casts them, the rest stays float32, in a model of its own.
+        model = backend.model
+        assert model is not NLIBackend(tiny_nli, device="cpu", dtype="float32").model
+        linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        assert linears and all(p.dtype == torch.bfloat16 for m in linears for p in m.parameters())
+        assert model.bert.embeddings.word_embeddings.weight.dtype == torch.float32
+        assert model.bert.encoder.layer[0].output.LayerNorm.weight.dtype == torch.float32
         assert numpy.abs(probs - reference).max() > 0
+        # The same numbers as autocast casting float32 weights in every forward pass.
+        autocast = NLIBackend(tiny_nli, device="cpu", dtype="float32")
+        autocast.dtype_name = "mixed"
+        assert numpy.array_equal(probs, autocast.predict_proba(PAIRS))
     else:
         assert backend.model.dtype == torch.bfloat16
     # The float model that others share is left as it was.

@@ -177,6 +177,7 @@ def load_model(
     revision: Optional[str] = None,
     local_files_only: bool = False,
     quantize: bool = False,
+    bf16_linears: bool = False,
 ) -> Tuple[Any, Any]:
     """Load a tokenizer and model once per process and share them.
 
@@ -187,6 +188,9 @@ def load_model(
     revision (Optional[str]): A hub revision to pin.
     local_files_only (bool): Never contact the hub.
     quantize (bool): Quantize the linear layers to int8 (dynamic, CPU only).
+    bf16_linears (bool): Store the linear layers' weights in bfloat16 and the rest
+        in `dtype`: for `torch.autocast` to bf16 (the NLI backend's "mixed"), which
+        otherwise casts every linear weight again in each forward pass.
     RETURNS (Tuple[PreTrainedTokenizerBase, PreTrainedModel]): Both, the model in eval mode.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -234,4 +238,16 @@ def load_model(
         logger.info("Loaded %s on %s (%s)", target, device, dtype)
         return tokenizer, model
 
+    if bf16_linears:
+
+        def build_mixed() -> Tuple[Any, Any]:
+            import torch
+
+            tokenizer, model = build()
+            for module in model.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.to(torch.bfloat16)
+            return tokenizer, model
+
+        return cached((target, kind, str(device), str(dtype), revision, "bf16-linears"), build_mixed)
     return cached((target, kind, str(device), str(dtype), revision), build)

@@ -90,9 +90,9 @@ class NLIBackend(BudgetedBatches):
         CUDA and on CPUs with native bf16, AMX or AVX512-BF16; float32 on other
         CPUs), "float32", "bfloat16" (weights in bf16; held-out NLI accuracy
         as float32's, P(contradiction) within ~0.04, see docs/speed.md),
-        "mixed" (float32 weights, the matrix products in bf16 under
-        `torch.autocast`: the residual stream, LayerNorm and softmax stay
-        float32) or "int8" (CPU only: dynamic int8 quantization of the linear
+        "mixed" (the matrix products in bf16 under `torch.autocast`, the
+        linear layers' weights stored in bf16 as autocast would cast them; the
+        embeddings, residual stream, LayerNorm and softmax stay float32) or "int8" (CPU only: dynamic int8 quantization of the linear
         layers).
     """
 
@@ -139,6 +139,7 @@ class NLIBackend(BudgetedBatches):
         self.tokenizer, self.model = load_model(
             model, kind="sequence-classification", device=self.device, dtype=self.dtype,
             revision=revision, local_files_only=local_files_only, quantize=dtype == "int8",
+            bf16_linears=dtype == "mixed",
         )
         self.label_index = read_label_index(
             self.model.config.id2label, model_name=model, label_map=label_map
