@@ -151,6 +151,39 @@ def test_long_pairs_are_truncated_with_warning_or_refused(tiny_nli):
         strict.predict_proba([long_pair])
 
 
+def direct_features(tokenizer, pairs, **kwargs):
+    encoded = tokenizer([p for p, _ in pairs], [h for _, h in pairs], **kwargs)
+    return [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))]
+
+
+@pytest.mark.parametrize("model", ["default", "tiny"])
+def test_pairs_assembled_from_each_texts_tokens_are_the_encoded_pairs(tiny_nli, model):
+    """Each distinct text is tokenized once and its pairs assembled by the tokenizer's
+    post-processor: the same features as encoding every pair whole. The tiny model's
+    tokenizer has no post-processor (transformers sets its token types itself), so
+    assembled pairs differ there, and its pairs are encoded whole."""
+    backend = NLIBackend(tiny_nli if model == "tiny" else "default", device="cpu")
+    texts = [p for pair in PAIRS for p in pair] + ["Zürich’s mayor—née Müller—won 52.3% (2024).", "  spaced  out  "]
+    pairs = [(a, b) for a in texts for b in texts if a != b]
+    features = backend._encode(pairs)
+    assert backend._assemble_pairs is (model == "default")
+    want = direct_features(backend.tokenizer, pairs, truncation=False)
+    assert features == want and set(want[0]) >= {"input_ids", "attention_mask"}
+    assert backend._encode(pairs[::-1]) == want[::-1]
+    # A pair over the limit is truncated as the tokenizer truncates it, and that call's
+    # setting does not stay on the shared tokenizer for the pairs after it.
+    long_pair = ("word " * 600, "the sky is blue")
+    with pytest.warns(UserWarning, match="W001"):
+        got = backend._encode([long_pair, pairs[0]])
+    assert got[0] == direct_features(backend.tokenizer, [long_pair], truncation="longest_first",
+                                     max_length=backend.max_length)[0]
+    assert len(got[0]["input_ids"]) == backend.max_length
+    assert backend._encode(pairs) == want
+    with pytest.warns(UserWarning, match="W001"):  # not truncated silently by the setting left behind
+        backend._encode([long_pair[::-1]])
+    assert backend.n_truncated == 2
+
+
 def test_missing_model_error_names_model_and_fix(tmp_path):
     missing = tmp_path / "no-model-here"
     with pytest.raises(OSError) as info:

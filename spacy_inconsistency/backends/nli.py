@@ -1,4 +1,5 @@
 """NLI cross-encoder backend: any Hugging Face sequence-classification NLI model."""
+import logging
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -9,6 +10,8 @@ from spacy.util import registry
 from ..errors import Errors, Warnings
 from .batching import BudgetedBatches, pad_features
 from .loading import DEFAULT_MODEL, cpu_has_native_bf16, load_model, resolve_device, resolve_model
+
+logger = logging.getLogger(__name__)
 
 ENTAILMENT = "entailment"
 NEUTRAL = "neutral"
@@ -147,6 +150,8 @@ class NLIBackend(BudgetedBatches):
         self.max_length = self._max_length()
         self.n_truncated = 0
         self.n_oom_retries = 0
+        # Whether pairs may be assembled from each text's tokens (`_encode_by_text`); None: not checked yet.
+        self._assemble_pairs: Optional[bool] = None
 
     @property
     def settings(self) -> Dict[str, Any]:
@@ -207,10 +212,12 @@ class NLIBackend(BudgetedBatches):
     def _encode(self, pairs: Sequence[Tuple[str, str]]) -> List[Dict[str, List[int]]]:
         premises = [p for p, _ in pairs]
         hypotheses = [h for _, h in pairs]
-        encoded = self.tokenizer(premises, hypotheses, truncation=False, verbose=False)
-        features = [
-            {key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))
-        ]
+        features = self._encode_by_text(pairs)
+        if features is None:
+            encoded = self.tokenizer(premises, hypotheses, truncation=False, verbose=False)
+            features = [
+                {key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))
+            ]
         too_long = [i for i, f in enumerate(features) if len(f["input_ids"]) > self.max_length]
         if too_long:
             longest = max(len(features[i]["input_ids"]) for i in too_long)
@@ -226,6 +233,43 @@ class NLIBackend(BudgetedBatches):
             warnings.warn(
                 Warnings.W001.format(n=len(too_long), total=len(pairs), limit=self.max_length)
             )
+        return features
+
+    def _encode_by_text(self, pairs: Sequence[Tuple[str, str]]) -> Optional[List[Dict[str, List[int]]]]:
+        """Each distinct text tokenized once, each pair assembled from its two texts'
+        tokens by the fast tokenizer's own post-processor: what encoding the pair does,
+        without tokenizing a unit again for each of the pairs it is in (a unit of a
+        20-unit document is in 19). None where it does not apply: a slow tokenizer,
+        or one whose assembled pair differs from its encoded pair (checked once, on
+        the first pair)."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is None or self._assemble_pairs is False or not pairs:
+            return None
+        names = self.tokenizer.model_input_names
+        # As the tokenizer's own call without truncation or padding sets it (a truncating
+        # call before leaves its setting on the shared Rust tokenizer).
+        if backend.truncation is not None:
+            backend.no_truncation()
+        if backend.padding is not None:
+            backend.no_padding()
+        texts = list(dict.fromkeys(text for pair in pairs for text in pair))
+        tokens = dict(zip(texts, backend.encode_batch(texts, add_special_tokens=False)))
+        features = []
+        for premise, hypothesis in pairs:
+            encoding = backend.post_process(tokens[premise], tokens[hypothesis], add_special_tokens=True)
+            feature = {"input_ids": encoding.ids}
+            if "token_type_ids" in names:
+                feature["token_type_ids"] = encoding.type_ids
+            if "attention_mask" in names:
+                feature["attention_mask"] = encoding.attention_mask
+            features.append(feature)
+        if self._assemble_pairs is None:
+            encoded = self.tokenizer([pairs[0][0]], [pairs[0][1]], truncation=False, verbose=False)
+            self._assemble_pairs = {key: encoded[key][0] for key in encoded.keys()} == features[0]
+            if not self._assemble_pairs:
+                logger.info("%s: pairs assembled from each text's tokens differ from encoded pairs; "
+                            "encoding each pair whole", self.name)
+                return None
         return features
 
     def _predict_chunk(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
