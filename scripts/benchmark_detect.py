@@ -25,9 +25,12 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     # both float32).
     "default": {},
     # The default until 2026-11-25: the second stage in float32, the first model on both orders of every pair.
-    "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32, "reverse_top_k": None},
-    # The default before reverse_top_k: the first model reads both orders of every pair.
-    "both-orders": {"reverse_top_k": None},
+    "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32, "reverse_top_k": None,
+               "rescore_reverse_top_k": None},
+    # The default before the reverse budgets: both models read both orders of every pair they read.
+    "both-orders": {"reverse_top_k": None, "rescore_reverse_top_k": None},
+    # Only the first model's reverse budget (reverse_top_k); the second stage reads both orders.
+    "first-budget": {"rescore_reverse_top_k": None},
     # The first model in one direction only (it ranks; the second stage reads both).
     "one-direction": {"first_stage_directions": 1},
     # The cascade in float32 (the default on CPUs without native bf16).

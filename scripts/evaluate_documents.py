@@ -53,6 +53,7 @@ def main(
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
     first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
     reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
+    rescore_reverse_top_k: str = typer.Option("4", help="Of the --rescore-top-k pairs, those whose reverse order the --rescorer reads (those its text order ranks highest, and any it would flag); 'all': every one."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
@@ -77,7 +78,8 @@ def main(
     nlp.add_pipe("inconsistency_segmenter")
     config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
               "rescore_top_k": rescore_top_k, "first_stage_directions": first_stage_directions,
-              "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k)}
+              "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k),
+              "rescore_reverse_top_k": None if rescore_reverse_top_k == "all" else int(rescore_reverse_top_k)}
     detector = nlp.add_pipe("contradiction_detector", config=config)
     rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
@@ -89,6 +91,7 @@ def main(
     results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
                "first_stage_directions": first_stage_directions if rescorer else 2,
                "reverse_top_k": config["reverse_top_k"] if rescorer and first_stage_directions == 2 else None,
+               "rescore_reverse_top_k": config["rescore_reverse_top_k"] if rescorer else None,
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "by_aggregation": {}}
     learned_threshold = detector.threshold

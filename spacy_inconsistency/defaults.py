@@ -27,6 +27,9 @@ FIRST_STAGE_DIRECTIONS = 2
 # every pair. The reverse order rarely lifts a pair from further down into the second stage's top 8
 # (docs/speed.md).
 REVERSE_TOP_K = 32
+# The second stage likewise reads its pairs in text order and the reverse order of the ones that
+# reading ranks this high (and of any it would flag); None: both orders of all of them.
+RESCORE_REVERSE_TOP_K = 4
 # Threshold of the fixed rules (min / mean / max) when none is given.
 RULE_THRESHOLD = 0.5
 # Lexical overlap: fewest shared content words for a pair, and the largest share of

@@ -39,7 +39,8 @@ def test_rescorer_scores_the_first_models_top_pairs(tiny_nli, rescorer_dir, k):
     first = scores(*detector(tiny_nli), PARAGRAPH)
     alone = scores(*detector(rescorer_dir), PARAGRAPH)
     # Both orders of every pair, as `first` reads them (`reverse_top_k` below).
-    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=k, reverse_top_k=None), PARAGRAPH)
+    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=k, reverse_top_k=None, rescore_reverse_top_k=None),
+                     PARAGRAPH)
     assert numpy.array_equal(first.pairs, cascade.pairs) and len(first.pairs) > 3
     top = numpy.argsort(-first.score, kind="stable")[:k]
     want = numpy.zeros_like(alone.score)
@@ -199,6 +200,49 @@ def test_first_stage_reads_the_reverse_order_of_its_top_pairs_only(tiny_nli, res
     for bad in (0, -3, 2.5, "8", True):  # the config's type check or the component's
         with pytest.raises(ValueError, match="reverse_top_k"):
             detector(tiny_nli, rescorer_dir, reverse_top_k=bad)
+
+
+@pytest.mark.parametrize("threshold", [1.0, 0.0])
+def test_rescorer_reads_the_reverse_order_of_its_top_pairs_and_of_findings(tiny_nli, rescorer_dir, threshold):
+    """`rescore_reverse_top_k`: the rescorer reads its pairs in text order, the reverse order
+    of the ones that reading ranks highest, then of any pair it would flag without it."""
+    first = scores(*detector(tiny_nli, aggregation="min", reverse_top_k=None), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir, aggregation="min"), PARAGRAPH)
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", threshold=threshold, reverse_top_k=None,
+                         rescore_top_k=6, rescore_reverse_top_k=2)
+    inputs = record_inputs(pipe)
+    cascade = scores(nlp, pipe, PARAGRAPH)
+    units = [u.text.strip() for u in cascade.units]
+    top = numpy.argsort(-first.score, kind="stable")[:6]
+    pairs = cascade.pairs.tolist()
+    reversed_ = top[numpy.argsort(-alone.forward[top], kind="stable")[:2]]  # `min` of a direction with itself
+    calls = [[(units[pairs[k][0]], units[pairs[k][1]]) for k in top],
+             [(units[pairs[k][1]], units[pairs[k][0]]) for k in reversed_]]
+    want = numpy.zeros_like(cascade.score)
+    want[top] = alone.forward[top]
+    want[reversed_] = numpy.minimum(alone.forward[reversed_], alone.backward[reversed_])
+    if threshold == 0.0:  # every pair would be flagged: the other 4 are read in reverse too
+        rest = [k for k in top if k not in set(reversed_.tolist())]
+        calls.append([(units[pairs[k][1]], units[pairs[k][0]]) for k in rest])
+        want[top] = numpy.minimum(alone.forward[top], alone.backward[top])
+    assert inputs["second"] == calls
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    assert numpy.allclose(cascade.backward[reversed_], alone.backward[reversed_], atol=1e-5)
+    found = [pairs.index([units.index(u["text"].strip()) for u in f["units"]]) for f in nlp(PARAGRAPH)._.contradictions]
+    rescored = [k for k in found if k in set(top.tolist())]  # at threshold 0 the pairs scored 0 are found too
+    assert len(rescored) == (6 if threshold == 0.0 else 0)
+    for k in rescored:  # both directions read, not one taken for both
+        assert cascade.forward[k] == pytest.approx(alone.forward[k], abs=1e-5)
+        assert cascade.backward[k] == pytest.approx(alone.backward[k], abs=1e-5)
+    # At least as many as it rescores: both orders of every pair in one call.
+    nlp, pipe = detector(tiny_nli, rescorer_dir, aggregation="min", reverse_top_k=None, rescore_top_k=3,
+                         rescore_reverse_top_k=3)
+    inputs = record_inputs(pipe)
+    scores(nlp, pipe, PARAGRAPH)
+    assert [len(call) for call in inputs["second"]] == [6]
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="rescore_reverse_top_k"):
+            detector(tiny_nli, rescorer_dir, rescore_reverse_top_k=bad)
 
 
 def test_cascade_survives_to_disk(tiny_nli, rescorer_dir, tmp_path):

@@ -11,11 +11,18 @@ Docs whose top 8 is the set the full reading gives, the mean Jaccard overlap of
 the two sets, the share of reverse readings kept, and for the behavioural suite
 the gold pairs among the top 8 (the suite's `gold` sentences, both splits).
 
+With `--second-budgets`, the same for the second stage (`rescore_reverse_top_k`):
+mpnet-lora reads both orders of each Doc's top 8 (of the full first-stage
+reading), and each budget keeps the reverse order of the pairs its text order
+ranks highest and of any pair that would then be flagged; reported: the share
+of Docs with the same findings (pairs at or over the Doc's threshold) and the
+same flag, and the largest change of a Doc's score.
+
 Sets: the behavioural suite (both sides of every record), ContraDoc-50, the
 first 40 XSum source articles of `true/qags_xsum.csv` and the first 40
 documents of `scripts/benchmark_detect.py`'s corpus.
 
-    python scripts/pairwise/reverse_budget.py --data-dir ../shared/data --budgets 16,24,32,48
+    python scripts/pairwise/reverse_budget.py --data-dir ../shared/data --budgets 16,24,32,48 --second-budgets 1,2,3,4
 """
 import json
 import sys
@@ -36,6 +43,7 @@ def main(
     data_dir: Path = typer.Option(ROOT.parent / "shared" / "data", help="The shared data folder."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the behavioural suite."),
     budgets: str = typer.Option("16,24,32,48", help="Comma-separated reverse_top_k values."),
+    second_budgets: str = typer.Option("", help="Comma-separated rescore_reverse_top_k values to simulate too ('' for none)."),
     n_news: int = typer.Option(40, help="XSum news articles, and benchmark documents."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
 ) -> None:
@@ -63,13 +71,23 @@ def main(
     detector = nlp.add_pipe("contradiction_detector", config={"rescorer": None})
     k = detector.cfg["rescore_top_k"]
     ks = [int(b) for b in budgets.split(",")]
+    rs = [int(b) for b in second_budgets.split(",") if b]
     results: Dict[str, Dict] = {"rescore_top_k": k, "sets": {}}
+    if rs:
+        # The default cascade, for its second model, pair score and document threshold.
+        cascade = spacy.blank("en").add_pipe("contradiction_detector")
 
     def rank(fwd, bwd, pairs, facts):
         return combine(fwd, bwd, pairs, aggregation=detector.aggregation, pair_scorer=detector.pair_scorer, facts=facts)
 
+    def second(fwd, bwd, pairs, facts):
+        return combine(fwd, bwd, pairs, aggregation=cascade.aggregation, pair_scorer=cascade.rescorer_pair_scorer,
+                       facts=facts)
+
     for name, texts in sets.items():
         tally = {b: {"same": 0, "jaccard": 0.0, "reverse": 0, "gold": 0} for b in ks + ["all"]}
+        second_tally = {r: {"same_findings": 0, "same_flag": 0, "largest_change": 0.0, "reverse": 0} for r in rs}
+        second_n = 0
         docs_n, pairs_n, gold_n = 0, 0, 0
         for index, doc in enumerate(nlp.pipe(texts)):
             units = [u for u in doc_units(doc, detector.cfg["units_key"], detector.name) if has_content(u)]
@@ -103,6 +121,27 @@ def main(
                 entry["jaccard"] += len(top & full) / len(top | full)
                 entry["reverse"] += read
                 entry["gold"] += bool(gold and gold & top)
+            if rs:
+                top = numpy.argsort(-rank(fwd, bwd, pairs, facts), kind="stable")[:k]
+                chosen = pairs[top]
+                texts2 = [(t[i], t[j]) for i, j in chosen.tolist()] + [(t[j], t[i]) for i, j in chosen.tolist()]
+                probs2 = stack_probabilities(cascade.rescorer.predict(texts2), len(texts2))
+                f2, b2 = probs2[: len(top)], probs2[len(top):]
+                cut = cascade.threshold_for(len(pairs))
+                full2 = second(f2, b2, chosen, facts)
+                for r in rs:
+                    done = numpy.zeros(len(top), bool)
+                    done[numpy.argsort(-second(f2, f2, chosen, facts), kind="stable")[:r]] = True
+                    partial = numpy.where(done[:, None], b2, f2)
+                    done |= second(f2, partial, chosen, facts) >= cut
+                    partial = numpy.where(done[:, None], b2, f2)
+                    got = second(f2, partial, chosen, facts)
+                    entry = second_tally[r]
+                    entry["same_findings"] += set(numpy.flatnonzero(got >= cut)) == set(numpy.flatnonzero(full2 >= cut))
+                    entry["same_flag"] += bool((got >= cut).any()) == bool((full2 >= cut).any())
+                    entry["largest_change"] = max(entry["largest_change"], abs(float(got.max()) - float(full2.max())))
+                    entry["reverse"] += int(done.sum())
+                second_n += len(top)
             docs_n += 1
             pairs_n += len(pairs)
         results["sets"][name] = {"docs": docs_n, "pairs": pairs_n, "gold_pairs": gold_n, "by_budget": {}}
@@ -116,6 +155,15 @@ def main(
             typer.echo(f"{name} ({docs_n} docs, {pairs_n / docs_n:.0f} pairs each), reverse_top_k={budget}: "
                        f"same top {k} {row['same_top']:.2f}, Jaccard {row['jaccard']:.3f}, "
                        f"reverse readings {row['reverse_read']:.0%}{gold_text}")
+        if rs:
+            results["sets"][name]["second_stage"] = {}
+            for r, entry in second_tally.items():
+                row = {"same_findings": entry["same_findings"] / docs_n, "same_flag": entry["same_flag"] / docs_n,
+                       "largest_score_change": entry["largest_change"], "reverse_read": entry["reverse"] / second_n}
+                results["sets"][name]["second_stage"][str(r)] = row
+                typer.echo(f"{name}, rescore_reverse_top_k={r}: same findings {row['same_findings']:.3f}, same flag "
+                           f"{row['same_flag']:.3f}, largest change of a document score {row['largest_score_change']:.3f}, "
+                           f"reverse readings {row['reverse_read']:.0%} of the second stage's")
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(results, indent=2), encoding="utf8")

@@ -51,7 +51,7 @@ class InconsistencyDetector(Pipe):
     segmenter (Segmenter): Used when the Doc has no units yet.
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
         pair_scorer, candidates, rescorer, rescore_top_k, first_stage_directions,
-        reverse_top_k: as for
+        reverse_top_k, rescore_reverse_top_k: as for
         `contradiction_detector`
         (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
         rule; `rescorer`, a larger NLI model, re-scores each Doc's top pairs).
@@ -77,6 +77,7 @@ class InconsistencyDetector(Pipe):
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
+        rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -88,6 +89,7 @@ class InconsistencyDetector(Pipe):
             aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
             candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k,
             first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
+            rescore_reverse_top_k=rescore_reverse_top_k,
         )
         self.scorer = scorer
 
@@ -195,6 +197,7 @@ def make_inconsistency_detector(
     rescore_top_k: int,
     first_stage_directions: int,
     reverse_top_k: Optional[int],
+    rescore_reverse_top_k: Optional[int],
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
@@ -206,5 +209,5 @@ def make_inconsistency_detector(
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
         rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
-        reverse_top_k=reverse_top_k, scorer=scorer,
+        reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )

@@ -71,10 +71,11 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "rescore_top_k": defaults.RESCORE_TOP_K,
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
     "reverse_top_k": defaults.REVERSE_TOP_K,
+    "rescore_reverse_top_k": defaults.RESCORE_REVERSE_TOP_K,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k", "first_stage_directions", "reverse_top_k")
+            "rescore_top_k", "first_stage_directions", "reverse_top_k", "rescore_reverse_top_k")
 
 
 def second_stage_dtype(dtype: str, device: Any) -> str:
@@ -174,7 +175,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
     rescorer (Optional[NLIBackend]): A second, larger NLI model (a cascade;
         by default "mpnet-lora", all-mpnet-base-v2 with the shipped adapters;
         None: the first model alone): the `rescore_top_k` highest-scoring pairs
-        of each Doc are scored again by it, both ways, and its own learned pair
+        of each Doc are scored again by it (both ways where it matters, see
+        `rescore_reverse_top_k`), and its own learned pair
         score (`pair_scorer.json` in its directory) and document threshold
         decide (with a fixed rule: the rule on its probabilities); the other
         pairs score 0. A pair is then flagged when the rescorer alone would
@@ -189,6 +191,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         of the Doc's `reverse_top_k` pairs that reading ranks highest (never
         fewer than `rescore_top_k`); the others' score reads their one
         direction as both. None: both orders of every pair.
+    rescore_reverse_top_k (Optional[int]): The rescorer likewise reads the
+        `rescore_top_k` pairs in text order and the reverse order of the
+        `rescore_reverse_top_k` of them that reading ranks highest, and of any
+        pair that would be flagged without it (a finding always has both
+        directions read). None: both orders of every rescored pair.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -213,14 +220,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
+        rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
-        if reverse_top_k is not None and (isinstance(reverse_top_k, bool) or not isinstance(reverse_top_k, int)
-                                          or reverse_top_k < 1):
-            raise ValueError(Errors.E006.format(name="reverse_top_k", expected="at least 1 or null",
-                                                value=reverse_top_k))
+        for setting, value in (("reverse_top_k", reverse_top_k), ("rescore_reverse_top_k", rescore_reverse_top_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(Errors.E006.format(name=setting, expected="at least 1 or null", value=value))
         if rescore_top_k < 1:
             raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
         if first_stage_directions not in (1, 2):
@@ -261,6 +268,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "rescore_top_k": rescore_top_k,
             "first_stage_directions": first_stage_directions,
             "reverse_top_k": reverse_top_k,
+            "rescore_reverse_top_k": rescore_reverse_top_k,
         }
         self._pair_scorer: Optional[PairScoreModel] = None
         self._rescorer_pair_scorer: Optional[PairScoreModel] = None
@@ -306,6 +314,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
     def pair_scorer(self) -> Optional[PairScoreModel]:
         """The learned pair score (None with a fixed rule)."""
         return self._pair_scorer
+
+    @property
+    def rescorer_pair_scorer(self) -> Optional[PairScoreModel]:
+        """The rescorer's learned pair score (None without a rescorer or with a fixed rule)."""
+        return self._rescorer_pair_scorer
 
     @property
     def threshold(self) -> float:
@@ -426,34 +439,68 @@ class ContradictionDetector(CfgSerializable, Pipe):
         """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer.
         The first stage's alignment facts are reused (they cover every paired unit)."""
         k = self.cfg["rescore_top_k"]
+        reverse_k = self.cfg["rescore_reverse_top_k"]
+        at_once = reverse_k is None or reverse_k >= k
         # The rescorer's own pair score decides, even where the first model fell back to `min`.
         aggregation = LEARNED if self._rescorer_pair_scorer is not None else self._aggregation
         learned = aggregation == LEARNED
-        chosen, texts = [], []
-        for scores in first:
+        docs, texts = [], []
+        for scores, facts in zip(first, doc_facts):
             top = numpy.argsort(-scores.score, kind="stable")[:k]
-            chosen.append(top)
-            unit_texts = [u.text.strip() for u in scores.units]
-            for i, j in scores.pairs[top].tolist():
-                texts.append((unit_texts[i], unit_texts[j]))
-                texts.append((unit_texts[j], unit_texts[i]))
-        probs = self._probabilities(self.rescorer, texts)
-        out, offset = [], 0
-        for scores, top, facts in zip(first, chosen, doc_facts):
-            n = len(top)
-            forward, backward = probs[offset : offset + 2 * n : 2], probs[offset + 1 : offset + 2 * n : 2]
-            offset += 2 * n
             pairs = scores.pairs[top]
-            if facts is None and learned and self.cfg["alignment"] and n:
+            if facts is None and learned and self.cfg["alignment"] and len(top):
                 facts = unit_alignment(scores.units, pairs)
-            rescored = combine(forward, backward, pairs, aggregation=aggregation,
-                               pair_scorer=self._rescorer_pair_scorer, facts=facts if learned else None)
+            unit_texts = [u.text.strip() for u in scores.units]
+            docs.append((scores, top, pairs, unit_texts, facts if learned else None))
+            for i, j in pairs.tolist():
+                texts.append((unit_texts[i], unit_texts[j]))
+                if at_once:
+                    texts.append((unit_texts[j], unit_texts[i]))
+        step = 2 if at_once else 1
+        probs = self._probabilities(self.rescorer, texts)
+        read, offset = [], 0
+        for _, top, *_ in docs:
+            block = probs[offset : offset + step * len(top)]
+            offset += step * len(top)
+            read.append((block[0::step].copy(), block[step - 1 :: step].copy(), numpy.full(len(top), at_once)))
+
+        def rescored(doc, forward, backward):
+            return combine(forward, backward, doc[2], aggregation=aggregation,
+                           pair_scorer=self._rescorer_pair_scorer, facts=doc[4])
+
+        if not at_once:
+            # The reverse order of the pairs its text order ranks highest, then of any pair
+            # that would be flagged without it: a finding's two directions are both read.
+            self._read_rescorer_reverse(docs, read, lambda doc, f, b, done: numpy.argsort(
+                -rescored(doc, f, b), kind="stable")[:reverse_k])
+            self._read_rescorer_reverse(docs, read, lambda doc, f, b, done: numpy.flatnonzero(
+                rescored(doc, f, b) >= self.threshold_for(len(doc[0].pairs))))
+        out = []
+        for doc, (forward, backward, _) in zip(docs, read):
+            scores, top = doc[0], doc[1]
             score = numpy.zeros_like(scores.score)
-            score[top] = rescored
+            score[top] = rescored(doc, forward, backward)
             fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
             fwd[top], bwd[top] = forward[:, 2], backward[:, 2]
             out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score))
         return out
+
+    def _read_rescorer_reverse(self, docs: list, read: list, pick: Callable) -> None:
+        """Read the reverse order of the rescored pairs `pick` names that are not read
+        yet (one backend call for all Docs); writes their `backward` and marks them."""
+        chosen, texts = [], []
+        for doc, (forward, backward, done) in zip(docs, read):
+            which = numpy.asarray(pick(doc, forward, backward, done), dtype=numpy.int64)
+            which = which[~done[which]]
+            chosen.append(which)
+            unit_texts = doc[3]
+            texts.extend((unit_texts[j], unit_texts[i]) for i, j in doc[2][which].tolist())
+        probs = self._probabilities(self.rescorer, texts)
+        offset = 0
+        for (_, backward, done), which in zip(read, chosen):
+            backward[which] = probs[offset : offset + len(which)]
+            done[which] = True
+            offset += len(which)
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
         """The candidate pairs of units: the `candidates` strategy, else the budget rule.
@@ -536,6 +583,7 @@ def make_contradiction_detector(
     rescore_top_k: int,
     first_stage_directions: int,
     reverse_top_k: Optional[int],
+    rescore_reverse_top_k: Optional[int],
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
@@ -547,5 +595,5 @@ def make_contradiction_detector(
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
         rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
-        reverse_top_k=reverse_top_k, scorer=scorer,
+        reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )
