@@ -95,8 +95,8 @@ class NLIBackend(BudgetedBatches):
         as float32's, P(contradiction) within ~0.04, see docs/speed.md),
         "mixed" (the matrix products in bf16 under `torch.autocast`, the
         linear layers' weights stored in bf16 as autocast would cast them; the
-        embeddings, residual stream, LayerNorm and softmax stay float32) or "int8" (CPU only: dynamic int8 quantization of the linear
-        layers).
+        embeddings, residual stream, LayerNorm and softmax stay float32) or
+        "int8" (CPU only: dynamic int8 quantization of the linear layers).
     """
 
     def __init__(
