@@ -195,7 +195,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         `rescore_top_k` pairs in text order and the reverse order of the
         `rescore_reverse_top_k` of them that reading ranks highest, and of any
         pair that would be flagged without it (a finding always has both
-        directions read). None: both orders of every rescored pair.
+        directions read). None: both orders of every rescored pair (the safe
+        setting with `aggregation` "max" or "mean", where a pair read one way
+        can score lower than read both ways and so be missed).
     scorer (Optional[Callable]): The scoring method.
     """
 
