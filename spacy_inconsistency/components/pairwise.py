@@ -4,7 +4,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.language import Language
@@ -133,6 +133,19 @@ def make_paired_rescorer(
     if cpu_max_batch_size < 1:
         raise ValueError(Errors.E006.format(name="cpu_max_batch_size", expected="at least 1", value=cpu_max_batch_size))
     return PairedRescorer(model=model, first=first, cpu_max_batch_size=cpu_max_batch_size)
+
+
+class _Rescored(NamedTuple):
+    """One Doc in the cascade's second stage: its top pairs and what the rescorer read."""
+
+    scores: PairScores  # the first stage's
+    top: numpy.ndarray  # indices of the rescored pairs into `scores.pairs`
+    pairs: numpy.ndarray  # scores.pairs[top]
+    unit_texts: List[str]
+    facts: Optional[list]  # alignment facts for the learned score, else None
+    forward: numpy.ndarray  # (n, 3) probabilities, text order
+    backward: numpy.ndarray  # (n, 3), reverse order (the text order's until read)
+    done: numpy.ndarray  # bool (n,): reverse order read
 
 
 class ContradictionDetector(CfgSerializable, Pipe):
@@ -417,19 +430,24 @@ class ContradictionDetector(CfgSerializable, Pipe):
     def _read_reverse(self, per_doc: list, doc_facts: List[Optional[list]], k: int) -> None:
         """Read the reverse order of each Doc's `k` pairs that rank highest on their
         text order (scored as if both orders read alike); writes their `backward`."""
-        chosen, texts = [], []
+        requests = []
         for (units, unit_texts, pairs, known, forward, backward), facts in zip(per_doc, doc_facts):
             ranking = combine(forward, backward, pairs, aggregation=self._aggregation,
                               pair_scorer=self._pair_scorer, facts=facts)
             top = numpy.argsort(-ranking, kind="stable")[:k]
-            top = top[~known[top]]
-            chosen.append(top)
-            texts.extend((unit_texts[j], unit_texts[i]) for i, j in pairs[top].tolist())
-        probs = self._probabilities(self.model, texts)
+            requests.append((unit_texts, pairs, top[~known[top]], backward))
+        self._read_reverse_orders(self.model, requests)
+
+    def _read_reverse_orders(self, model: NLIBackend, requests: List[tuple]) -> None:
+        """One backend call for all Docs: for each `(unit_texts, pairs, which, backward)`,
+        read the reverse order of `pairs[which]` and write it to `backward[which]`."""
+        texts = [(unit_texts[j], unit_texts[i]) for unit_texts, pairs, which, _ in requests
+                 for i, j in pairs[which].tolist()]
+        probs = self._probabilities(model, texts)
         offset = 0
-        for (*_, backward), top in zip(per_doc, chosen):
-            backward[top] = probs[offset : offset + len(top)]
-            offset += len(top)
+        for _, _, which, backward in requests:
+            backward[which] = probs[offset : offset + len(which)]
+            offset += len(which)
 
     @staticmethod
     def _probabilities(model: NLIBackend, texts: List[Tuple[str, str]]) -> numpy.ndarray:
@@ -446,63 +464,56 @@ class ContradictionDetector(CfgSerializable, Pipe):
         # The rescorer's own pair score decides, even where the first model fell back to `min`.
         aggregation = LEARNED if self._rescorer_pair_scorer is not None else self._aggregation
         learned = aggregation == LEARNED
-        docs, texts = [], []
+        docs: List[_Rescored] = []
+        texts = []
         for scores, facts in zip(first, doc_facts):
             top = numpy.argsort(-scores.score, kind="stable")[:k]
             pairs = scores.pairs[top]
             if facts is None and learned and self.cfg["alignment"] and len(top):
                 facts = unit_alignment(scores.units, pairs)
             unit_texts = [u.text.strip() for u in scores.units]
-            docs.append((scores, top, pairs, unit_texts, facts if learned else None))
             for i, j in pairs.tolist():
                 texts.append((unit_texts[i], unit_texts[j]))
                 if at_once:
                     texts.append((unit_texts[j], unit_texts[i]))
+            n = len(top)
+            docs.append(_Rescored(scores, top, pairs, unit_texts, facts if learned else None,
+                                  numpy.zeros((n, 3), numpy.float32), numpy.zeros((n, 3), numpy.float32),
+                                  numpy.full(n, at_once)))
         step = 2 if at_once else 1
         probs = self._probabilities(self.rescorer, texts)
-        read, offset = [], 0
-        for _, top, *_ in docs:
-            block = probs[offset : offset + step * len(top)]
-            offset += step * len(top)
-            read.append((block[0::step].copy(), block[step - 1 :: step].copy(), numpy.full(len(top), at_once)))
+        offset = 0
+        for doc in docs:
+            block = probs[offset : offset + step * len(doc.top)]
+            offset += step * len(doc.top)
+            # Read one way only, a pair's score reads that direction as both.
+            doc.forward[:], doc.backward[:] = block[0::step], block[step - 1 :: step]
 
-        def rescored(doc, forward, backward):
-            return combine(forward, backward, doc[2], aggregation=aggregation,
-                           pair_scorer=self._rescorer_pair_scorer, facts=doc[4])
+        def rescored(doc: _Rescored) -> numpy.ndarray:
+            return combine(doc.forward, doc.backward, doc.pairs, aggregation=aggregation,
+                           pair_scorer=self._rescorer_pair_scorer, facts=doc.facts)
 
         if not at_once:
             # The reverse order of the pairs its text order ranks highest, then of any pair
             # that would be flagged without it: a finding's two directions are both read.
-            self._read_rescorer_reverse(docs, read, lambda doc, f, b, done: numpy.argsort(
-                -rescored(doc, f, b), kind="stable")[:reverse_k])
-            self._read_rescorer_reverse(docs, read, lambda doc, f, b, done: numpy.flatnonzero(
-                rescored(doc, f, b) >= self.threshold_for(len(doc[0].pairs))))
+            for pick in (lambda doc: numpy.argsort(-rescored(doc), kind="stable")[:reverse_k],
+                         lambda doc: numpy.flatnonzero(rescored(doc) >= self.threshold_for(len(doc.scores.pairs)))):
+                requests = []
+                for doc in docs:
+                    which = pick(doc)
+                    which = which[~doc.done[which]]
+                    doc.done[which] = True
+                    requests.append((doc.unit_texts, doc.pairs, which, doc.backward))
+                self._read_reverse_orders(self.rescorer, requests)
         out = []
-        for doc, (forward, backward, _) in zip(docs, read):
-            scores, top = doc[0], doc[1]
+        for doc in docs:
+            scores, top = doc.scores, doc.top
             score = numpy.zeros_like(scores.score)
-            score[top] = rescored(doc, forward, backward)
+            score[top] = rescored(doc)
             fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
-            fwd[top], bwd[top] = forward[:, 2], backward[:, 2]
+            fwd[top], bwd[top] = doc.forward[:, 2], doc.backward[:, 2]
             out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score))
         return out
-
-    def _read_rescorer_reverse(self, docs: list, read: list, pick: Callable) -> None:
-        """Read the reverse order of the rescored pairs `pick` names that are not read
-        yet (one backend call for all Docs); writes their `backward` and marks them."""
-        chosen, texts = [], []
-        for doc, (forward, backward, done) in zip(docs, read):
-            which = numpy.asarray(pick(doc, forward, backward, done), dtype=numpy.int64)
-            which = which[~done[which]]
-            chosen.append(which)
-            unit_texts = doc[3]
-            texts.extend((unit_texts[j], unit_texts[i]) for i, j in doc[2][which].tolist())
-        probs = self._probabilities(self.rescorer, texts)
-        offset = 0
-        for (_, backward, done), which in zip(read, chosen):
-            backward[which] = probs[offset : offset + len(which)]
-            done[which] = True
-            offset += len(which)
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
         """The candidate pairs of units: the `candidates` strategy, else the budget rule.
