@@ -1,7 +1,7 @@
 """Score the TRUE datasets with SCALE and write per-dataset metrics and a calibration plot.
 
     python scripts/scale/evaluate_true.py --data ../shared/data/true --output metrics/scale_true.json \
-        --plot metrics/scale_true_calibration.png --model default
+        --plot metrics/scale_true_calibration.png --model mpnet-lora
 
 Each row's generated text is one claim; its SCALE score (max P(entailment)
 over the chunks of the grounding) is compared with the label (1 = consistent).
@@ -32,7 +32,7 @@ def main(
     output: Path = typer.Option(Path("metrics/scale_true.json"), help="Metrics JSON to write."),
     plot: Path = typer.Option(Path("metrics/scale_true_calibration.png"), help="Reliability plot (PNG)."),
     scores_out: Optional[Path] = typer.Option(None, help="Also write every row's score (JSONL)."),
-    model: str = typer.Option("default", help="'default' (embedded NLI), a local path or a hub id."),
+    model: str = typer.Option("mpnet-lora", help="'mpnet-lora' (scale_scorer's default), 'default' (the embedded MiniLM NLI model), a local path or a hub id."),
     kind: str = typer.Option("auto", help="auto, seq2seq, nli or causal."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     chunk_size: int = typer.Option(1000, help="Tokens per input, prompt included (clamped to the model's limit)."),
