@@ -158,8 +158,8 @@ class ScaleScorer(CfgSerializable, Pipe):
         if branches < 2:
             raise ValueError(Errors.E006.format(name="branches", expected="at least 2", value=branches))
         check_chunk_settings(chunk_size, overlap)
-        # A chunk_size over the model's input limit (the default 1000 with the
-        # 512-token embedded NLI model) is lowered to the limit when chunks are
+        # A chunk_size over the model's input limit (the default 1000 with a
+        # 512-token NLI model such as the default mpnet-lora) is lowered to the limit when chunks are
         # planned; that shortens chunks, it cuts no text.
         self.name = name
         self.model = model
