@@ -15,6 +15,8 @@ from typing import Dict, List, Optional
 
 import typer
 
+from spacy_inconsistency.chunk import DEFAULT_ENTAILMENT_MODEL
+
 app = typer.Typer(add_completion=False)
 
 
@@ -32,7 +34,7 @@ def main(
     output: Path = typer.Option(Path("metrics/scale_true.json"), help="Metrics JSON to write."),
     plot: Path = typer.Option(Path("metrics/scale_true_calibration.png"), help="Reliability plot (PNG)."),
     scores_out: Optional[Path] = typer.Option(None, help="Also write every row's score (JSONL)."),
-    model: str = typer.Option("mpnet-lora", help="'mpnet-lora' (scale_scorer's default), 'default' (the embedded MiniLM NLI model), a local path or a hub id."),
+    model: str = typer.Option(DEFAULT_ENTAILMENT_MODEL, help="scale_scorer's default model (mpnet-lora); 'default': the embedded MiniLM NLI model; a local path or a hub id."),
     kind: str = typer.Option("auto", help="auto, seq2seq, nli or causal."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     chunk_size: int = typer.Option(1000, help="Tokens per input, prompt included (clamped to the model's limit)."),
