@@ -15,7 +15,9 @@ document above its own control), the pooled AUC, how often the highest unit is o
 gold pair's, and for `--news` consistent XSum articles (the detector's news check) the
 highest scores.
 
-    python scripts/nli/context_probe.py --model mpnet-lora --split dev --news 40
+    python scripts/evaluate_behaviour.py --split dev --details /tmp/default_dev.jsonl
+    python scripts/nli/context_probe.py --model mpnet-lora --split dev --news 40 \
+        --detector-details /tmp/default_dev.jsonl
 """
 import csv
 import json
@@ -62,6 +64,9 @@ def main(
     chunk_words: int = typer.Option(300, help="Most words of one premise chunk."),
     data_dir: Path = typer.Option(ROOT.parent / "shared" / "data", help="The shared data folder."),
     output: Optional[Path] = typer.Option(None, help="Write every unit's scores here (JSONL)."),
+    detector_details: Optional[Path] = typer.Option(
+        None, help="`evaluate_behaviour.py --details` of the same split: also print the matched AUC of "
+        "the detector's document score blended with this one."),
 ) -> None:
     import spacy
     from sklearn.metrics import roc_auc_score
@@ -128,6 +133,19 @@ def main(
             print(f"    {capability:14s} n={len(scored):3d} matched {wins:.3f} pooled {auc:.3f} "
                   f"top unit in gold pair {hits:.2f} contradiction >= 0.5 {numpy.mean([v >= 0.5 for v in x]):.2f} "
                   f"control >= 0.5 {numpy.mean([v >= 0.5 for v in y]):.2f}")
+        if detector_details is not None:
+            detector = {}
+            for line in detector_details.open(encoding="utf8"):
+                d = json.loads(line)
+                detector[(d["id"], d["side"])] = d["score"]
+            for weight in (0.0, 0.25, 0.5):
+                wins = [
+                    1.0 if a > b else 0.5 if a == b else 0.0
+                    for (i, c), s in by_id.items() if c != "news"
+                    for a, b in [tuple((1 - weight) * detector[(i, side)] + weight * s[side][0]
+                                       for side in ("contradiction", "control"))]
+                ]
+                print(f"    the detector's score blended with this one at weight {weight}: matched {numpy.mean(wins):.3f}")
         news_scores = sorted((s["news"][0] for (_, c), s in by_id.items() if c == "news"), reverse=True)
         if news_scores:
             print(f"    news: {len(news_scores)} articles, >= 0.5 in {sum(v >= 0.5 for v in news_scores)}, "
