@@ -1,4 +1,4 @@
-"""The two measurement scripts of docs/detection.md and docs/speed.md on small texts."""
+"""Measurement scripts of docs/detection.md, docs/speed.md and docs/scale.md on small inputs."""
 import importlib.util
 
 from conftest import ROOT
@@ -43,3 +43,37 @@ def test_rules_keep_pairs_by_shared_lemma_pronoun_or_entity_type():
     assert not shared.RULES["lemma|pronoun"](c, d)
     e = shared.unit_info(parser("It was taken to hospital."))
     assert not shared.RULES["lemma"](e, a) and shared.RULES["lemma|pronoun"](e, a)
+
+
+true_eval = _load("evaluate_true", ROOT / "scripts" / "scale" / "evaluate_true.py")
+
+
+def test_evaluate_true_defaults_to_the_scorers_model_name():
+    # The factory's default is a backend config; the script needs the model name in it.
+    from spacy_inconsistency.chunk import DEFAULT_ENTAILMENT_MODEL
+
+    assert true_eval.DEFAULT_MODEL == DEFAULT_ENTAILMENT_MODEL["model"] == "mpnet-lora"
+
+
+def test_evaluate_true_scores_every_row(tmp_path, tiny_nli):
+    import csv
+    import json
+
+    from typer.testing import CliRunner
+
+    rows = [("The museum opened in 1990. It is closed on Mondays.", "The museum opened in 1990.", 1),
+            ("The museum opened in 1990. It is closed on Mondays.", "The museum is open on Mondays.", 0),
+            ("Entry is free for children.", "Children pay ten euros.", 0)]
+    with (tmp_path / "mini.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["grounding", "generated_text", "label"])
+        writer.writerows(rows)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(true_eval.app, [
+        "--data", str(tmp_path), "--datasets", "mini", "--model", tiny_nli, "--output", str(out / "m.json"),
+        "--plot", str(out / "m.png"), "--scores-out", str(out / "s.jsonl")])
+    assert result.exit_code == 0, result.output
+    scores = [json.loads(line) for line in (out / "s.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [s["label"] for s in scores] == [1, 0, 0]
+    assert all(0.0 <= s["score"] <= 1.0 for s in scores)
+    assert json.loads((out / "m.json").read_text(encoding="utf-8"))["datasets"]["mini"]["n"] == 3

@@ -17,6 +17,8 @@ import typer
 
 from spacy_inconsistency.chunk import DEFAULT_ENTAILMENT_MODEL
 
+# The factory's default is a backend config; the script takes its model name.
+DEFAULT_MODEL = DEFAULT_ENTAILMENT_MODEL["model"]
 app = typer.Typer(add_completion=False)
 
 
@@ -34,7 +36,7 @@ def main(
     output: Path = typer.Option(Path("metrics/scale_true.json"), help="Metrics JSON to write."),
     plot: Path = typer.Option(Path("metrics/scale_true_calibration.png"), help="Reliability plot (PNG)."),
     scores_out: Optional[Path] = typer.Option(None, help="Also write every row's score (JSONL)."),
-    model: str = typer.Option(DEFAULT_ENTAILMENT_MODEL, help="scale_scorer's default model (mpnet-lora); 'default': the embedded MiniLM NLI model; a local path or a hub id."),
+    model: str = typer.Option(DEFAULT_MODEL, help="scale_scorer's default model (mpnet-lora); 'default': the embedded MiniLM NLI model; a local path or a hub id."),
     kind: str = typer.Option("auto", help="auto, seq2seq, nli or causal."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
     chunk_size: int = typer.Option(1000, help="Tokens per input, prompt included (clamped to the model's limit)."),
@@ -63,6 +65,8 @@ def main(
         "window_size": window_size, "seed": seed, "datasets": {},
     }
     curves = {}
+    if scores_out:
+        scores_out.parent.mkdir(parents=True, exist_ok=True)
     score_file = scores_out.open("w", encoding="utf-8") if scores_out else None
     for name in [d.strip() for d in datasets.split(",") if d.strip()]:
         path = data / f"{name}.csv"
