@@ -497,3 +497,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "`across_files` takes its candidate strategy from `neighbours`, `lexical` "
         "and `hubs`, not from pipeline_settings['candidates']; leave that out."
     )
+    E247 = (
+        "A score calibration needs a finite positive slope (a map that reverses the "
+        "model's ranking is refused), got slope {slope}, intercept {intercept}."
+    )
+    E248 = (
+        "Fitting a score calibration needs one label per score and both labels "
+        "(supported and not), got {n_scores} scores and {n_labels} labels."
+    )
+    E249 = (
+        "Not a score calibration file: expected 'form': 'platt-logit' with 'slope' "
+        "and 'intercept', found the keys {keys}."
+    )
+    E250 = (
+        "No score calibration file at '{path}'. Set `calibration` to a file written "
+        "by scripts/scale/fit_calibration.py, to \"auto\" (the map fitted for the "
+        "model, if any) or to null (the model's own scores)."
+    )

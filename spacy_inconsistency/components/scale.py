@@ -12,6 +12,7 @@ highest), the best chunk, and the most relevant unit found by the paper's
 search tree. Written to ``doc._.inconsistency_scale`` as plain JSON data.
 """
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
@@ -20,6 +21,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
 from ..backends.entailment import EntailmentBackend
+from ..calibration import CALIBRATION_FILE, ScoreCalibration, shipped_calibration
 from ..chunk import (
     DEFAULT_CHUNK_SIZE, DEFAULT_ENTAILMENT_MODEL, DEFAULT_OVERLAP, get_claims, plan_chunks,
     statement_units,
@@ -35,8 +37,9 @@ from ..serialize import CfgSerializable
 RETRIEVAL_SCOPES = ("best_chunk", "document", "none")
 CFG_KEYS = (
     "chunk_size", "overlap", "branches", "retrieval_scope", "self_check", "units_key",
-    "chunks_key", "claims_key",
+    "chunks_key", "claims_key", "calibration",
 )
+AUTO_CALIBRATION = "auto"
 
 
 def set_claims(
@@ -131,6 +134,11 @@ class ScaleScorer(CfgSerializable, Pipe):
     chunks_key (str): `doc.spans` key of chunks from `inconsistency_chunker`;
         when absent, chunks are planned here with the same settings.
     claims_key (str): `doc.user_data` key of the claims.
+    calibration (Optional[str]): What a claim's `score` is. "auto": P(supported) from the
+        calibration map fitted for the model (`scale_calibration.json`; shipped for
+        "mpnet-lora", fitted on TRUE), else the model's own score; a path: that map
+        (`scripts/scale/fit_calibration.py`); None: the model's own score, max P(entailed)
+        over the chunks, as the paper and `scale-score`. `raw_score` always holds the latter.
     scorer (Optional[Callable]): The scoring method (`nlp.evaluate`).
     """
 
@@ -150,6 +158,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         units_key: str = UNITS_KEY,
         chunks_key: str = CHUNKS_KEY,
         claims_key: str = CLAIMS_KEY,
+        calibration: Optional[str] = AUTO_CALIBRATION,
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -167,8 +176,55 @@ class ScaleScorer(CfgSerializable, Pipe):
         self.cfg: Dict[str, Any] = {
             "chunk_size": chunk_size, "overlap": overlap, "branches": branches,
             "retrieval_scope": retrieval_scope, "self_check": self_check, "units_key": units_key,
-            "chunks_key": chunks_key, "claims_key": claims_key,
+            "chunks_key": chunks_key, "claims_key": claims_key, "calibration": calibration,
         }
+        # Resolved on first use, so a pipeline whose map travels with it (to_disk) loads
+        # where the original path does not exist.
+        self._calibration: Optional[ScoreCalibration] = None
+        self._calibration_resolved = False
+
+    @property
+    def calibration(self) -> Optional[ScoreCalibration]:
+        """The map applied to claim scores (None: the model's own scores)."""
+        if not self._calibration_resolved:
+            setting = self.cfg["calibration"]
+            if setting is None or str(setting).lower() == "none":
+                path = None
+            elif setting == AUTO_CALIBRATION:
+                path = shipped_calibration(self.model.name)
+            else:
+                path = Path(setting)
+            self._calibration = ScoreCalibration.from_disk(path) if path is not None else None
+            self._calibration_resolved = True
+        return self._calibration
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
+        super().to_disk(path, exclude=exclude)
+        if self.calibration is not None:
+            self.calibration.to_disk(Path(path) / CALIBRATION_FILE)
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
+        super().from_disk(path, exclude=exclude)
+        stored = Path(path) / CALIBRATION_FILE
+        self._calibration = ScoreCalibration.from_disk(stored) if stored.is_file() else None
+        self._calibration_resolved = stored.is_file() or self.cfg["calibration"] is None
+        return self
+
+    def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
+        import srsly
+
+        calibration = self.calibration
+        return srsly.msgpack_dumps({"cfg": self.cfg, "calibration": calibration.to_dict() if calibration else None})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
+        import srsly
+
+        data = srsly.msgpack_loads(bytes_data)
+        self._restore(data["cfg"])
+        stored = data.get("calibration")
+        self._calibration = ScoreCalibration.from_dict(stored) if stored else None
+        self._calibration_resolved = stored is not None or self.cfg["calibration"] is None
+        return self
 
     def __call__(self, doc: Doc) -> Doc:
         self.set_annotations([doc], self.predict([doc]))
@@ -301,14 +357,18 @@ class ScaleScorer(CfgSerializable, Pipe):
     def results(self, work: _DocWork) -> Dict[str, Any]:
         """The plain-data record stored on the Doc."""
         claims = []
+        calibration = self.calibration
         for c, claim in enumerate(work.claims):
             row = work.scores[c]
             valid = [(s, k) for k, s in enumerate(row) if s is not None]
             best_score, best = max(valid, key=lambda x: (x[0], -x[1])) if valid else (None, None)
+            score = best_score
+            if calibration is not None and best_score is not None:
+                score = calibration.calibrate(best_score)
             claims.append(
                 {
                     "text": claim["text"], "start_char": claim["start_char"], "end_char": claim["end_char"],
-                    "score": best_score, "best_chunk": best, "chunk_scores": list(row),
+                    "score": score, "raw_score": best_score, "best_chunk": best, "chunk_scores": list(row),
                     "evidence": work.evidence[c] if work.evidence else None,
                 }
             )
@@ -316,6 +376,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         return {
             "mode": work.mode,
             "model": self.model.name,
+            "calibrated": calibration is not None,
             "chunks": [{"start_char": a, "end_char": b} for a, b in work.chunks],
             "claims": claims,
             # The Doc is as consistent as its least supported claim.
@@ -339,6 +400,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         "units_key": UNITS_KEY,
         "chunks_key": CHUNKS_KEY,
         "claims_key": CLAIMS_KEY,
+        "calibration": AUTO_CALIBRATION,
         "scorer": {"@scorers": "spacy-inconsistency.scale_scorer.v1"},
     },
     default_score_weights={"scale_auc": 1.0, "scale_f": 0.0, "scale_acc": 0.0, "scale_ece": None},
@@ -355,6 +417,7 @@ def make_scale_scorer(
     units_key: str,
     chunks_key: str,
     claims_key: str,
+    calibration: Optional[str],
     scorer: Optional[Callable],
 ) -> ScaleScorer:
     """Create a `scale_scorer` (see `ScaleScorer` for the settings)."""
@@ -362,5 +425,5 @@ def make_scale_scorer(
     return ScaleScorer(
         nlp, name, model=model, chunk_size=chunk_size, overlap=overlap, branches=branches,
         retrieval_scope=retrieval_scope, self_check=self_check, units_key=units_key,
-        chunks_key=chunks_key, claims_key=claims_key, scorer=scorer,
+        chunks_key=chunks_key, claims_key=claims_key, calibration=calibration, scorer=scorer,
     )
