@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
@@ -211,14 +212,10 @@ class ScaleScorer(CfgSerializable, Pipe):
         return self
 
     def to_bytes(self, *, exclude: Sequence[str] = tuple()) -> bytes:
-        import srsly
-
         calibration = self.calibration
         return srsly.msgpack_dumps({"cfg": self.cfg, "calibration": calibration.to_dict() if calibration else None})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Sequence[str] = tuple()) -> "ScaleScorer":
-        import srsly
-
         data = srsly.msgpack_loads(bytes_data)
         self._restore(data["cfg"])
         stored = data.get("calibration")
