@@ -77,3 +77,18 @@ def test_evaluate_true_scores_every_row(tmp_path, tiny_nli):
     assert [s["label"] for s in scores] == [1, 0, 0]
     assert all(0.0 <= s["score"] <= 1.0 for s in scores)
     assert json.loads((out / "m.json").read_text(encoding="utf-8"))["datasets"]["mini"]["n"] == 3
+
+
+suite_units = _load("suite_units", ROOT / "scripts" / "nli" / "suite_units.py")
+
+
+def test_probe_documents_are_both_sides_of_every_record_cut_into_units():
+    units = suite_units.unit_segmenter()
+    assert units("The No. 20 Squadron flew. It landed at 4 p.m. in Leeds.") == [
+        "The No. 20 Squadron flew.", "It landed at 4 p.m. in Leeds."]
+    docs = suite_units.suite_documents("dev", units)
+    assert [side for _, side, _ in docs[:4]] == ["contradiction", "control"] * 2
+    assert len(docs) == 2 * len({record["id"] for record, _, _ in docs})
+    # Most gold sentences are whole units (some are cut or merged by the segmenter).
+    whole = sum(all(p in us for p in record[side]["pair"]) for record, side, us in docs)
+    assert whole >= 0.9 * len(docs)

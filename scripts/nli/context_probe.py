@@ -30,6 +30,7 @@ import numpy
 import typer
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def chunks(units: List[str], limit: int) -> List[str]:
@@ -68,26 +69,16 @@ def main(
         None, help="`evaluate_behaviour.py --details` of the same split: also print the matched AUC of "
         "the detector's document score blended with this one."),
 ) -> None:
-    import spacy
     from sklearn.metrics import roc_auc_score
 
     from spacy_inconsistency.backends.nli import make_nli_backend
-    from spacy_inconsistency.segment import Segmenter
+    from suite_units import suite_documents, unit_segmenter
 
-    blank = spacy.blank("en")
-    segmenter = Segmenter(units_key="units")
-
-    def units(text: str) -> List[str]:
-        doc = segmenter(blank.make_doc(text))
-        return [span.text for span in doc.spans["units"]]
-
-    docs = []  # ((id, side, capability, gold units), units)
-    files = sorted((ROOT / "tests" / "behaviour").glob(f"{split}_*.jsonl"))
-    for line in (line for f in files for line in f.open(encoding="utf8")):
-        record = json.loads(line)
-        for side in ("contradiction", "control"):
-            key = (record["id"], side, record["capability"], tuple(record[side]["pair"]))
-            docs.append((key, units(record[side]["text"])))
+    units = unit_segmenter()
+    docs = [  # ((id, side, capability, gold units), units)
+        ((record["id"], side, record["capability"], tuple(record[side]["pair"])), us)
+        for record, side, us in suite_documents(split, units)
+    ]
     for i, text in enumerate(xsum_articles(data_dir / "true", news)):
         docs.append(((f"news-{i}", "news", "news", ()), units(text)))
     variants = ("rest", "before")

@@ -55,28 +55,18 @@ def main(
     data_dir: Path = typer.Option(ROOT.parent / "shared" / "data", help="The shared data folder."),
     output: Optional[Path] = typer.Option(None, help="Write every substitution's probabilities here (JSONL)."),
 ) -> None:
-    import spacy
     from sklearn.metrics import roc_auc_score
 
     from fit_pair_scorer import news_articles
     from spacy_inconsistency.alignment import load_parser
     from spacy_inconsistency.backends.nli import make_nli_backend
-    from spacy_inconsistency.segment import Segmenter
+    from suite_units import suite_documents, unit_segmenter
 
-    blank = spacy.blank("en")
-    segmenter = Segmenter(units_key="units")
-
-    def units(text: str) -> List[str]:
-        doc = segmenter(blank.make_doc(text))
-        return [span.text for span in doc.spans["units"]]
-
-    docs = []  # ((id, side, capability, gold pair), units)
-    files = sorted((ROOT / "tests" / "behaviour").glob(f"{split}_*.jsonl"))
-    for line in (line for f in files for line in f.open(encoding="utf8")):
-        record = json.loads(line)
-        for side in ("contradiction", "control"):
-            key = (record["id"], side, record["capability"], tuple(sorted(record[side]["pair"])))
-            docs.append((key, units(record[side]["text"])))
+    units = unit_segmenter()
+    docs = [  # ((id, side, capability, gold pair), units)
+        ((record["id"], side, record["capability"], tuple(sorted(record[side]["pair"]))), us)
+        for record, side, us in suite_documents(split, units)
+    ]
     for i, text in enumerate(news_articles(data_dir / "true", news)):
         docs.append(((f"news-{i}", "news", "news", ()), units(text)))
     parser = load_parser()
