@@ -92,3 +92,43 @@ def test_probe_documents_are_both_sides_of_every_record_cut_into_units():
     # Most gold sentences are whole units (some are cut or merged by the segmenter).
     whole = sum(all(p in us for p in record[side]["pair"]) for record, side, us in docs)
     assert whole >= 0.9 * len(docs)
+
+
+fit_cal = _load("fit_calibration", ROOT / "scripts" / "scale" / "fit_calibration.py")
+
+
+def test_fit_calibration_holds_each_dataset_out(tmp_path):
+    import json
+
+    import numpy
+    from typer.testing import CliRunner
+
+    from spacy_inconsistency.calibration import ScoreCalibration
+
+    rng = numpy.random.default_rng(0)
+    lines = []
+    for name, rate in (("a", 0.3), ("b", 0.5), ("c", 0.7)):
+        for _ in range(300):
+            label = int(rng.random() < rate)
+            score = 1 / (1 + numpy.exp(-(rng.normal(6.0 + 2.0 * label, 2.0))))  # crowded below 1
+            lines.append(json.dumps({"dataset": name, "row": 0, "label": label, "score": float(score)}))
+    (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(_typer_app(fit_cal.main), [
+        str(tmp_path / "s.jsonl"), "--model", "m", "--output", str(tmp_path / "map.json")])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("| a |") or line.startswith("| c |")]
+    assert len(rows) == 2
+    cal = ScoreCalibration.from_disk(tmp_path / "map.json")
+    assert cal.meta["model"] == "m" and set(cal.meta["held_out"]) == {"a", "b", "c"}
+    # The raw scores sit near 1 whatever the label; held out, the map brings ECE down on the middle set.
+    row_b = next(line for line in result.output.splitlines() if line.startswith("| b |"))
+    ece_model, ece_held = (float(x) for x in row_b.split("|")[5].split("/")[:2])
+    assert ece_held < ece_model / 2
+
+
+def _typer_app(function):
+    import typer
+
+    app = typer.Typer()
+    app.command()(function)
+    return app
