@@ -274,3 +274,35 @@ def test_detector_never_raises_and_units_cover_the_text_in_order(tiny_detector, 
         assert not missing, (doc.text, [u.text for u in units])
         for finding in doc._.inconsistencies:
             assert 0.0 <= finding["score"] <= 1.0
+
+
+def _w143(caught):
+    return [str(w.message) for w in caught if "[W143]" in str(w.message)]
+
+
+def test_the_english_models_warn_once_on_another_language(tiny_nli):
+    from spacy_inconsistency.compare import find_contradictions
+
+    german = spacy.blank("de")
+    german.add_pipe("inconsistency_detector", config={"rescorer": None})
+    texts = ["Die Stadt baut eine Schule. Die Schule wird nicht gebaut.", "Der Bau beginnt im Mai. Die Kosten trägt das Land."]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = list(german.pipe(texts))
+    (message,) = _w143(caught)  # once for the component, not once per Doc
+    assert "'de'" in message and "'default'" in message
+    assert all(doc._.inconsistency_score is not None for doc in docs)  # a warning, not a refusal
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        find_contradictions(german, ["Wir bauen die Schule.", "Die Schule wird nicht gebaut."])
+    assert len(_w143(caught)) == 1
+    english = spacy.blank("en")
+    english.add_pipe("inconsistency_detector", config={"rescorer": None})
+    own = spacy.blank("de")  # a model of the user's own may read German: no warning
+    own.add_pipe("inconsistency_detector", config={"model": {"model": tiny_nli, "device": "cpu"}, "alignment": False,
+                                                   "threshold": 0.5})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        english("The school was built. The school was never built.")
+        own(texts[0])
+    assert _w143(caught) == []

@@ -32,6 +32,7 @@ from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have
     check_speakers,
     combine,
     doc_units,
+    english_model_on_other_language,
     has_content,
     score_pairs,
     speaker_pairs,
@@ -271,6 +272,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         self.rescorer = rescorer
         self.scorer = scorer
         self.candidates = candidates
+        self._language_warned = False  # W143 once per component, not once per Doc
         self.cfg: Dict[str, Any] = {
             "units_key": units_key,
             "window": window,
@@ -375,6 +377,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         # A first stage that only ranks for the rescorer reads each pair in text order first.
         directions = 2 if reverse_k is None else 1
         for doc in docs:
+            if not self._language_warned and english_model_on_other_language(self.model, doc.lang_):
+                warnings.warn(Warnings.W143.format(name=self.name, lang=doc.lang_, model=self.model.name))
+                self._language_warned = True
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]
             probed = ProbeScores(self.model, unit_texts)
