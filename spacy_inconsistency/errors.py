@@ -88,18 +88,18 @@ class Warnings(metaclass=ErrorsWithCodes):
         "{strategy} candidate strategy (e.g. {examples}): pairing every unit "
         "that shares them would be quadratic."
     )
+    W142 = (
+        "Scoring all {n:,} pairs of {units:,} units because the detector has "
+        "no candidate strategy; set `candidates` (e.g. "
+        "spacy-inconsistency.candidates.embedding_neighbours.v1) to score "
+        "a small fraction of them."
+    )
     W143 = (
         "'{name}' scores text of language '{lang}' with NLI models trained on "
         "English ('{model}'). Their scores on other languages are unreliable: on "
         "German statements the embedded model calls 26% of all pairs "
         "contradictory in both directions (docs/corpora.md). Give the detector "
         "an NLI model for the language (`model`), or read its findings as noise."
-    )
-    W142 = (
-        "Scoring all {n:,} pairs of {units:,} units because the detector has "
-        "no candidate strategy; set `candidates` (e.g. "
-        "spacy-inconsistency.candidates.embedding_neighbours.v1) to score "
-        "a small fraction of them."
     )
     # LLM faults (W200-W209)
     W200 = (
