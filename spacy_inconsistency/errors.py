@@ -98,8 +98,8 @@ class Warnings(metaclass=ErrorsWithCodes):
         "'{name}' scores text of language '{lang}' with NLI models trained on "
         "English ('{model}'). Their scores on other languages are unreliable: on "
         "German statements the embedded model calls 26% of all pairs "
-        "contradictory in both directions (docs/corpora.md). Give the detector "
-        "an NLI model for the language (`model`), or read its findings as noise."
+        "contradictory in both directions (docs/corpora.md). Give the component "
+        "a model for the language (`model`), or read its scores as noise."
     )
     # LLM faults (W200-W209)
     W200 = (

@@ -23,7 +23,6 @@ from .alignment import (
     resolve_pronoun_subjects,
     unit_facts,
 )
-from .backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL
 from .backends.nli import CONTRADICTION, NLIBackend
 from .errors import Errors
 from .pair_score import PairScoreModel, stack_probabilities
@@ -59,15 +58,6 @@ class PairScores:
     @property
     def max_score(self) -> float:
         return float(self.score.max()) if len(self.score) else 0.0
-
-
-# The shipped NLI models (the embedded MiniLM, mpnet-lora) were trained on English only.
-ENGLISH_ONLY_MODELS = (DEFAULT_MODEL, MPNET_LORA_MODEL)
-
-
-def english_model_on_other_language(model: NLIBackend, lang: str) -> bool:
-    """Whether a shipped English-only NLI model is about to read text of another language."""
-    return model.name in ENGLISH_ONLY_MODELS and lang != "en"
 
 
 @dataclass(frozen=True)

@@ -306,3 +306,18 @@ def test_the_english_models_warn_once_on_another_language(tiny_nli):
         english("The school was built. The school was never built.")
         own(texts[0])
     assert _w143(caught) == []
+
+
+def test_scale_scorer_warns_on_another_language_with_a_shipped_model():
+    from spacy_inconsistency.components.scale import make_claims_doc
+
+    nlp = spacy.blank("de")
+    nlp.add_pipe("inconsistency_segmenter")
+    nlp.add_pipe("scale_scorer", config={"model": {"model": "default", "device": "cpu"}})
+    docs = [make_claims_doc(nlp, "Das Museum wurde 1990 eröffnet.", ["Das Museum ist neu."]) for _ in range(2)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = [doc._.inconsistency_scale for doc in nlp.pipe(docs)]
+    (message,) = _w143(caught)
+    assert "'scale_scorer'" in message and "'de'" in message
+    assert all(r["claims"][0]["score"] is not None for r in results)

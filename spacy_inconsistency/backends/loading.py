@@ -15,6 +15,20 @@ logger.addHandler(logging.NullHandler())
 DEFAULT_MODEL = "default"
 # The default cascade's second stage, built from PyPI's all-mpnet-base-v2 (backends/mpnet_lora.py).
 MPNET_LORA_MODEL = "mpnet-lora"
+# The shipped NLI models (the embedded MiniLM, mpnet-lora) were trained on English only.
+ENGLISH_ONLY_MODELS = (DEFAULT_MODEL, MPNET_LORA_MODEL)
+
+
+def english_model_on_other_language(model_name: str, lang: str) -> bool:
+    """Whether a shipped English-only model is about to read text of another language.
+
+    model_name (str): The model setting ("default", "mpnet-lora", a path, a hub id).
+    lang (str): The Doc's language code (`doc.lang_`).
+    RETURNS (bool): True for a shipped model and a language other than "en".
+    """
+    return model_name in ENGLISH_ONLY_MODELS and lang != "en"
+
+
 EMBEDDED_MODEL_DIR = "nli-minilm-l6"
 
 _CACHE: Dict[Tuple[Any, ...], Any] = {}

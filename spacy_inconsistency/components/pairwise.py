@@ -15,7 +15,7 @@ from thinc.api import Config
 
 from .. import candidates as _candidates
 from .. import defaults
-from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, require_backend
+from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, english_model_on_other_language, require_backend
 from ..backends.nli import CONTRADICTION, NLIBackend, has_native_bf16
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
@@ -32,7 +32,6 @@ from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have
     check_speakers,
     combine,
     doc_units,
-    english_model_on_other_language,
     has_content,
     score_pairs,
     speaker_pairs,
@@ -377,7 +376,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         # A first stage that only ranks for the rescorer reads each pair in text order first.
         directions = 2 if reverse_k is None else 1
         for doc in docs:
-            if not self._language_warned and english_model_on_other_language(self.model, doc.lang_):
+            if not self._language_warned and english_model_on_other_language(self.model.name, doc.lang_):
                 warnings.warn(Warnings.W143.format(name=self.name, lang=doc.lang_, model=self.model.name))
                 self._language_warned = True
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
