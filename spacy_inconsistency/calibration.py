@@ -22,10 +22,15 @@ CALIBRATION_FILE = "scale_calibration.json"
 EPS = 1e-7
 
 
+def clipped_logit(p: Union[Sequence[float], numpy.ndarray], eps: float) -> numpy.ndarray:
+    """log(p / (1 - p)) of probabilities clipped to [eps, 1 - eps], so 0 and 1 stay finite."""
+    p = numpy.clip(numpy.asarray(p, dtype=numpy.float64), eps, 1 - eps)
+    return numpy.log(p / (1 - p))
+
+
 def score_logit(scores: Union[Sequence[float], numpy.ndarray]) -> numpy.ndarray:
-    """logit(score), the score clipped to [EPS, 1 - EPS] (float64)."""
-    p = numpy.clip(numpy.asarray(scores, dtype=numpy.float64), EPS, 1 - EPS)
-    return numpy.log(p) - numpy.log1p(-p)
+    """logit(score) for the calibration map (float64, clipped at EPS)."""
+    return clipped_logit(scores, EPS)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .candidates import all_pairs, run_strategy
-from .backends.loading import english_model_on_other_language
+from .backends.loading import warn_other_language
 from .pair_scoring import PairDetector, ProbeScores, doc_units, has_content, score_pairs, unit_alignment
 from .errors import Errors, Warnings
 from .extensions import unit_record
@@ -134,9 +134,7 @@ def find_contradictions(
     settings = pipe.pair_settings()
     docs = _prepare(nlp, docs, pipe)
     labels = _sources(docs, sources)
-    other = sorted({doc.lang_ for doc in docs if english_model_on_other_language(settings.model.name, doc.lang_)})
-    if other:
-        warnings.warn(Warnings.W143.format(name=settings.name, lang=", ".join(other), model=settings.model.name))
+    warn_other_language(settings.name, settings.model.name, (doc.lang_ for doc in docs))
     units: List[Span] = []
     owner: List[int] = []
     for i, doc in enumerate(docs):

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy
 
 from .alignment import FEATURE_NAMES
+from .calibration import clipped_logit
 from .errors import Errors
 
 PAIR_SCORER_FILE = "pair_scorer.json"
@@ -38,8 +39,7 @@ EPS = 1e-6
 
 
 def _logit(p: numpy.ndarray) -> numpy.ndarray:
-    p = numpy.clip(p, EPS, 1 - EPS)
-    return numpy.log(p / (1 - p))
+    return clipped_logit(p, EPS)
 
 
 def nli_features(forward: numpy.ndarray, backward: numpy.ndarray) -> numpy.ndarray:

@@ -19,7 +19,6 @@ highest scores.
     python scripts/nli/context_probe.py --model mpnet-lora --split dev --news 40 \
         --detector-details /tmp/default_dev.jsonl
 """
-import csv
 import json
 import sys
 from collections import defaultdict
@@ -48,14 +47,10 @@ def chunks(units: List[str], limit: int) -> List[str]:
 
 
 def xsum_articles(true_dir: Path, n: int) -> List[str]:
-    seen: List[str] = []
-    with (true_dir / "qags_xsum.csv").open(encoding="utf8") as f:
-        for row in csv.DictReader(f):
-            if row["grounding"] not in seen:
-                seen.append(row["grounding"])
-            if len(seen) >= n:
-                break
-    return seen
+    """The first n distinct source articles of TRUE's qags_xsum.csv, in file order."""
+    from spacy_inconsistency.corpora.true import read_true
+
+    return list(dict.fromkeys(r.source for r in read_true(true_dir / "qags_xsum.csv")))[:n]
 
 
 def main(

@@ -4,10 +4,11 @@ import logging
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 
 logger = logging.getLogger("spacy_inconsistency")
 logger.addHandler(logging.NullHandler())
@@ -19,14 +20,20 @@ MPNET_LORA_MODEL = "mpnet-lora"
 ENGLISH_ONLY_MODELS = (DEFAULT_MODEL, MPNET_LORA_MODEL)
 
 
-def english_model_on_other_language(model_name: str, lang: str) -> bool:
-    """Whether a shipped English-only model is about to read text of another language.
+def warn_other_language(component: str, model_name: str, langs: Iterable[str]) -> bool:
+    """Warn (W143) when a shipped English-only model is about to read another language.
 
+    component (str): The component's name, for the message.
     model_name (str): The model setting ("default", "mpnet-lora", a path, a hub id).
-    lang (str): The Doc's language code (`doc.lang_`).
-    RETURNS (bool): True for a shipped model and a language other than "en".
+    langs (Iterable[str]): The language codes of the Docs (`doc.lang_`).
+    RETURNS (bool): Whether it warned.
     """
-    return model_name in ENGLISH_ONLY_MODELS and lang != "en"
+    if model_name not in ENGLISH_ONLY_MODELS:
+        return False
+    other = sorted(set(langs) - {"en"})
+    if other:
+        warnings.warn(Warnings.W143.format(name=component, lang=", ".join(other), model=model_name))
+    return bool(other)
 
 
 EMBEDDED_MODEL_DIR = "nli-minilm-l6"

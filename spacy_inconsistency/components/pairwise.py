@@ -15,7 +15,7 @@ from thinc.api import Config
 
 from .. import candidates as _candidates
 from .. import defaults
-from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, english_model_on_other_language, require_backend
+from ..backends.loading import DEFAULT_MODEL, MPNET_LORA_MODEL, require_backend, warn_other_language
 from ..backends.nli import CONTRADICTION, NLIBackend, has_native_bf16
 from ..errors import Errors, Warnings
 from ..extensions import CONTRADICTIONS, UNITS_KEY, install_extensions, unit_record
@@ -375,10 +375,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         reverse_k = self._reverse_top_k()
         # A first stage that only ranks for the rescorer reads each pair in text order first.
         directions = 2 if reverse_k is None else 1
+        if not self._language_warned:
+            self._language_warned = warn_other_language(self.name, self.model.name, (d.lang_ for d in docs))
         for doc in docs:
-            if not self._language_warned and english_model_on_other_language(self.model.name, doc.lang_):
-                warnings.warn(Warnings.W143.format(name=self.name, lang=doc.lang_, model=self.model.name))
-                self._language_warned = True
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]
             probed = ProbeScores(self.model, unit_texts)

@@ -27,7 +27,7 @@ from ..chunk import (
     DEFAULT_CHUNK_SIZE, DEFAULT_ENTAILMENT_MODEL, DEFAULT_OVERLAP, get_claims, plan_chunks,
     statement_units,
 )
-from ..backends.loading import english_model_on_other_language, require_backend
+from ..backends.loading import require_backend, warn_other_language
 from ..errors import Errors, Warnings
 from ..extensions import (
     CHUNKS_KEY, CLAIM_LABELS_KEY, CLAIMS_KEY, SCALE_RESULTS, UNITS_KEY, install_extensions,
@@ -273,10 +273,8 @@ class ScaleScorer(CfgSerializable, Pipe):
         RETURNS (List[_DocWork]): Per Doc: claims, chunks, scores and evidence.
         """
         docs = list(docs)
-        other = [doc.lang_ for doc in docs if english_model_on_other_language(self.model.name, doc.lang_)]
-        if other and not self._language_warned:
-            warnings.warn(Warnings.W143.format(name=self.name, lang=other[0], model=self.model.name))
-            self._language_warned = True
+        if not self._language_warned:
+            self._language_warned = warn_other_language(self.name, self.model.name, (d.lang_ for d in docs))
         works = [self._collect(doc) for doc in docs]
         backend = self.model
         lengths: List[int] = []
