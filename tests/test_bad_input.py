@@ -321,3 +321,22 @@ def test_scale_scorer_warns_on_another_language_with_a_shipped_model():
     (message,) = _w143(caught)
     assert "'scale_scorer'" in message and "'de'" in message
     assert all(r["claims"][0]["score"] is not None for r in results)
+
+
+def test_evidence_extractor_warns_when_its_nli_judge_reads_another_language():
+    judge = {"@misc": "spacy-inconsistency.NLIJudge.v1", "model": "default", "device": "cpu"}
+    texts = ["Die Brücke wurde 1990 eröffnet. Die Brücke wurde nie eröffnet.", "Der Bau begann im Mai. Er endete im Juni."]
+    german = spacy.blank("de")
+    german.add_pipe("evidence_extractor", config={"strategy": "direct", "client": judge})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = list(german.pipe(texts))
+    (message,) = _w143(caught)  # once for the component, not once per Doc
+    assert "'evidence_extractor'" in message and "'de'" in message and "'default'" in message
+    assert all(isinstance(doc._.has_inconsistency, bool) for doc in docs)  # a warning, not a refusal
+    english = spacy.blank("en")
+    english.add_pipe("evidence_extractor", config={"strategy": "direct", "client": judge})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        english("The bridge opened in 1990. The bridge has never been opened.")
+    assert _w143(caught) == []

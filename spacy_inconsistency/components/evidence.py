@@ -44,6 +44,7 @@ from spacy.training import Example
 from spacy.util import minibatch, registry
 
 from ..backends.llm import LLMClient, redact_secrets
+from ..backends.loading import warn_other_language
 from ..backends.llm_parse import DEFAULT_PROMPTS, PLACEHOLDERS, ParsedAnswer, fill_prompt, format_sentences, parse_answer
 from ..errors import Errors, Warnings
 from ..extensions import EVIDENCE, EVIDENCE_ERROR, EVIDENCE_TRACE, HAS_INCONSISTENCY, UNITS_KEY, install_extensions
@@ -197,6 +198,7 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         self.name = name
         self.client = client
         self.scorer = scorer
+        self._language_warned = False  # W143 once per component
         self.segmenter = Segmenter(units_key=units_key)
         self.cfg: Dict[str, Any] = {
             "strategy": strategy, "n_samples": n_samples, "temperature": temperature,
@@ -243,6 +245,10 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         docs = list(docs)
         if not docs:
             return []
+        # The offline NLI judge runs a shipped English-only NLI model; an LLM client has no such model.
+        judge_model = getattr(self.client, "model_name", None)
+        if not self._language_warned and isinstance(judge_model, str):
+            self._language_warned = warn_other_language(self.name, judge_model, (d.lang_ for d in docs))
         jobs = [(doc.text, self.units(doc)) for doc in docs]
         workers = max(1, int(getattr(self.client, "max_concurrency", 1)))
         if workers == 1 or len(jobs) == 1:
