@@ -7,8 +7,9 @@
 
 Both use the pipeline's `contradiction_detector` (or `inconsistency_detector`):
 its (first) NLI model, threshold, aggregation and candidate strategy; the
-second stage of the default cascade (`rescorer`) is not used across Docs yet,
-so `config={"rescorer": None}` saves loading it. Every unit of
+second stage of the default cascade (`rescorer`) is not used across Docs (on
+ProSeCCo and the political pairs it ranks no better than the first model:
+docs/corpora.md), so `config={"rescorer": None}` saves loading it. Every unit of
 every finding carries its `source` label and `doc` index, so findings across
 sources say where each side comes from.
 """

@@ -132,3 +132,31 @@ def _typer_app(function):
     app = typer.Typer()
     app.command()(function)
     return app
+
+
+learned_pairs = _load("learned_pairs", ROOT / "scripts" / "pairwise" / "learned_pairs.py")
+
+
+def test_benchmark_pairs_get_the_score_find_contradictions_reports():
+    import numpy
+    import spacy
+
+    from spacy_inconsistency.backends.nli import NLIBackend
+    from spacy_inconsistency.compare import find_contradictions
+    from spacy_inconsistency.pair_score import stack_probabilities
+
+    a = ["Zully Broussard donated her kidney to a stranger in 2015.", "The mayor toured the plant on Monday."]
+    b = ["Zully Broussard never donated a kidney.", "The governor has never visited the plant."]
+    backend = NLIBackend("default", device="cpu")
+    probs = stack_probabilities(backend.predict([p for x, y in zip(a, b) for p in ((x, y), (y, x))]), 4)
+    got = learned_pairs.learned_scores(backend, "default", a, b, probs[0::2], probs[1::2])
+    swapped = learned_pairs.learned_scores(backend, "default", b, a, probs[1::2], probs[0::2])
+    numpy.testing.assert_allclose(got["learned"], swapped["learned"], atol=1e-6)  # symmetric
+    nlp = spacy.blank("en")
+    nlp.add_pipe("contradiction_detector", config={"rescorer": None})
+    for i in range(2):
+        # Each statement its own Doc, every pair reported (threshold 0).
+        (finding,) = find_contradictions(nlp, [a[i], b[i]], within_docs=False, threshold=0.0)
+        assert abs(finding["score"] - float(got["learned"][i])) < 1e-4
+    assert got["learned"][0] > got["learned"][1]  # "the governor" is not "the mayor"
+    assert got["threshold"] == nlp.get_pipe("contradiction_detector").pair_settings().threshold

@@ -6,7 +6,10 @@ contradiction -> Inconsistent, entailment -> Consistent, neutral -> Unrelated.
 The pair is scored in both directions and the two probability vectors are
 averaged (the relation is symmetric); the prediction is the argmax.
 Reported: MCC per class (one class against the rest), overall MCC,
-accuracy, macro F1 and the confusion matrix, against `Answer_3_classes`.
+accuracy, macro F1 and the confusion matrix, against `Answer_3_classes`; and
+Inconsistent against the rest as a ranking (ROC-AUC) and at a threshold, for
+the fixed rules of the two P(contradiction) (`min`, `mean`, `max` at 0.5) and
+the learned pair score `find_contradictions` reports (at its pair threshold).
 
     python scripts/pairwise/evaluate_political.py --data ../shared/data/political/df_gold.csv \
         --output metrics/pairwise_political.json
@@ -22,7 +25,12 @@ from typing import Optional
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import sys  # noqa: E402
+
 import typer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learned_pairs import learned_scores  # noqa: E402
 
 CLASS_OF_LABEL = {"contradiction": "Inconsistent", "entailment": "Consistent", "neutral": "Unrelated"}
 CLASSES = ["Inconsistent", "Consistent", "Unrelated"]
@@ -45,7 +53,9 @@ def main(
 ) -> None:
     """The political inconsistency benchmark as 3-class zero-shot NLI."""
     import torch
-    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, matthews_corrcoef
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, matthews_corrcoef, roc_auc_score
+
+    from spacy_inconsistency.components.pairwise import AGGREGATIONS
 
     from spacy_inconsistency.backends.nli import NLIBackend
 
@@ -59,6 +69,18 @@ def main(
     t = time.time()
     probs = backend.predict_proba([p for x, y in pairs for p in ((x, y), (y, x))])
     seconds = time.time() - t
+    order = [labels.index(name) for name in ("entailment", "neutral", "contradiction")]
+    forward, backward = probs[0::2][:, order], probs[1::2][:, order]
+    learned = learned_scores(backend, model, [x for x, _ in pairs], [y for _, y in pairs], forward, backward)
+    inconsistent = [g == "Inconsistent" for g in gold]
+    rules = [(name, fn(forward[:, 2], backward[:, 2]), 0.5) for name, fn in AGGREGATIONS.items()]
+    rules += [(name, learned[name], learned["threshold"]) for name in ("learned", "learned_nli")]
+    ranking = {}
+    for name, score, cut in rules:
+        flagged = score >= cut
+        hits = sum(1 for f, g in zip(flagged, inconsistent) if f and g)
+        ranking[name] = {"roc_auc": float(roc_auc_score(inconsistent, score)), "threshold": cut,
+                         "flagged": int(flagged.sum()), "inconsistent_flagged": hits}
     mean = (probs[0::2] + probs[1::2]) / 2.0
     names = [labels[i] for i in mean.argmax(axis=1)]
     pred = [CLASS_OF_LABEL.get(n, "Unrelated") for n in names]
@@ -74,6 +96,7 @@ def main(
         },
         "confusion_matrix": {"rows_gold_cols_pred": CLASSES,
                              "matrix": confusion_matrix(gold, pred, labels=CLASSES).tolist()},
+        "inconsistent_vs_rest": ranking,
         "seconds": round(seconds, 1),
     }
     Path(output).parent.mkdir(parents=True, exist_ok=True)
