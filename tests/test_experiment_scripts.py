@@ -160,3 +160,17 @@ def test_benchmark_pairs_get_the_score_find_contradictions_reports():
         assert abs(finding["score"] - float(got["learned"][i])) < 1e-4
     assert got["learned"][0] > got["learned"][1]  # "the governor" is not "the mayor"
     assert got["threshold"] == nlp.get_pipe("contradiction_detector").pair_settings().threshold
+
+
+def test_every_command_line_script_runs_its_commands():
+    # lora_mpnet.py lost its `app()` once and every `spacy project run` step on it did nothing, rc 0.
+    import subprocess
+    import sys
+
+    scripts = [p for p in (ROOT / "scripts").rglob("*.py") if "typer" in p.read_text(encoding="utf8")]
+    assert len(scripts) > 20
+    missing = [str(p.relative_to(ROOT)) for p in scripts if 'if __name__ == "__main__":' not in p.read_text(encoding="utf8")]
+    assert missing == []
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "nli" / "lora_mpnet.py"), "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert all(command in out for command in ("pack", "train", "bench-train", "merge"))

@@ -25,7 +25,9 @@ saves an ordinary Hugging Face model directory the detector loads with
 ``config={"model": {"model": PATH}}``.
 
 ``train`` imports nothing from this project (the GPU machine has no spaCy); ``pack`` and
-``merge`` run in the project's environment.
+``merge`` run in the project's environment. ``train`` also runs on a CPU, under bf16 autocast
+where the CPU computes bf16 natively; ``bench-train`` times its steps here (about 28 rows/s on 2
+cores with AMX: a few thousand rows train within minutes, the whole mix does not).
 """
 from __future__ import annotations
 
@@ -276,6 +278,18 @@ def _batches(lengths: np.ndarray, batch_tokens: int, rng, mega: int = 64):
     return out
 
 
+def _bf16_autocast(device: str) -> bool:
+    """bf16 autocast on CUDA, and on CPUs that compute bf16 natively (AMX, AVX512-BF16); on other
+    CPUs torch emulates bf16 and float32 is faster."""
+    if device == "cuda":
+        return True
+    try:
+        from spacy_inconsistency.backends.loading import cpu_has_native_bf16
+    except ImportError:  # the GPU machine has no spaCy; its device is CUDA anyway
+        return False
+    return cpu_has_native_bf16()
+
+
 def _tensors(idx, ids, offsets, lengths, device):
     import torch
 
@@ -415,8 +429,10 @@ def train(
     seed: int = typer.Option(0),
     eval_limit: int = typer.Option(0, help="Evaluate only the first N rows/items (smoke runs); 0 = all."),
     bench_pairs: int = typer.Option(0, help="Also time inference on this many pairs (0 = no)."),
+    threads: int = typer.Option(0, help="Torch threads on CPU (0: torch's default)."),
 ) -> None:
-    """Train LoRA adapters + head on the packed data (GPU), evaluate, save to OUTPUT."""
+    """Train LoRA adapters + head on the packed data (GPU, or CPU with bf16 autocast where the CPU
+    has native bf16: `bench-train` says how long that takes), evaluate, save to OUTPUT."""
     import torch
     from safetensors.torch import save_file
 
@@ -424,6 +440,9 @@ def train(
     from train_nli import nli_loss  # noqa: E402  (the loss of the embedded model's training)
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if threads:
+        torch.set_num_threads(threads)
+    bf16 = _bf16_autocast(device)
     torch.manual_seed(seed)
     t0 = time.time()
     data = dict(np.load(pack_dir / "data.npz"))
@@ -451,7 +470,7 @@ def train(
             for g in opt.param_groups:
                 g["lr"] = lr * min(1.0, frac / warmup) * max(0.0, 1 - frac) if warmup else lr * (1 - frac)
             a, m = _tensors(idx, ids, offsets, lengths, device)
-            with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
                 logits = model(input_ids=a, attention_mask=m).logits
             target = y[idx].to(device)
             loss = nli_loss(logits, target[:, 0], target[:, 1], target[:, 2])
@@ -474,7 +493,7 @@ def train(
     info = {"rank": rank, "alpha": alpha, "lr": lr, "batch_tokens": batch_tokens, "max_minutes": max_minutes,
             "steps": step, "rows_seen": seen, "epochs": round(seen / len(lengths), 2), "train_rows": int(len(lengths)),
             "train_s": round(train_s, 1), "rows_per_s": round(seen / train_s, 1),
-            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "bf16_autocast": bf16,
             "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
             "targets": list(LORA_TARGETS), "group": meta["group"]}
     if "score_ids" in data:
@@ -548,6 +567,62 @@ def evaluate_model(
     print(json.dumps({**figures, "behaviour": {k: v for k, v in figures["behaviour"].items() if k != "scores"}}, indent=1))
 
 
+@app.command("bench-train")
+def bench_train(
+    model: str = typer.Option("mpnet-lora", help="A model directory, or 'mpnet-lora' (the merged shipped model)."),
+    rank: int = typer.Option(16),
+    rows: int = typer.Option(32, help="Rows per batch."),
+    length: int = typer.Option(64, help="Padded tokens per row (the training mix's median pair is about 40)."),
+    steps: int = typer.Option(8, help="Timed steps (after 2 untimed ones)."),
+    threads: int = typer.Option(2),
+    bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: bf16 where the CPU has it."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Time LoRA training steps of an mpnet cross-encoder here (forward, backward, AdamW), as `train`
+    runs them: is a training run feasible on this machine's CPU? Random token ids of the given shape
+    (the time depends on the shape, not on the words)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    if model == "mpnet-lora":
+        from spacy_inconsistency.backends.nli import NLIBackend
+
+        model = str(NLIBackend("mpnet-lora", device="cpu").local_dir)
+    net = AutoModelForSequenceClassification.from_pretrained(model)
+    for p in net.parameters():
+        p.requires_grad_(False)
+    add_lora(net, rank, 2.0 * rank)
+    for p in net.classifier.parameters():
+        p.requires_grad_(True)
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    use_bf16 = _bf16_autocast("cpu") if bf16 is None else bf16
+    ids = torch.randint(1000, net.config.vocab_size - 1, (rows, length))
+    mask = torch.ones_like(ids)
+    y = torch.randint(0, 3, (rows,))
+    times = []
+    for step in range(steps + 2):
+        t = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_bf16):
+            logits = net(input_ids=ids, attention_mask=mask).logits
+        loss = torch.nn.functional.cross_entropy(logits.float(), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step >= 2:
+            times.append(time.perf_counter() - t)
+    per_step = float(np.median(times))
+    rows_per_s = rows / per_step
+    print(json.dumps({
+        "model": model, "threads": threads, "bf16_autocast": use_bf16, "rows": rows, "length": length,
+        "trainable_m": round(sum(p.numel() for p in params) / 1e6, 2), "s_per_step": round(per_step, 3),
+        "rows_per_s": round(rows_per_s, 1), "minutes_per_30k_rows": round(30_000 / rows_per_s / 60, 1),
+        "minutes_per_epoch_of_the_shipped_mix": round(131_952 / rows_per_s / 60, 1),
+    }, indent=1))
+
+
 @app.command("scores-to-cache")
 def scores_to_cache(
     scores: Path = typer.Option(..., help="scores.npy that `train` wrote (rows of P(entailment, neutral, contradiction))."),
@@ -579,3 +654,7 @@ def merge(
 
     build_merged_model(adapter, base, output)
     log(f"merged {adapter} into {output}")
+
+
+if __name__ == "__main__":
+    app()
