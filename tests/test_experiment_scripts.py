@@ -162,6 +162,38 @@ def test_benchmark_pairs_get_the_score_find_contradictions_reports():
     assert got["threshold"] == nlp.get_pipe("contradiction_detector").pair_settings().threshold
 
 
+role_pairs = _load("make_role_pairs", ROOT / "scripts" / "nli" / "make_role_pairs.py")
+
+
+def test_role_pairs_come_from_definite_anchored_roles_only():
+    import random
+
+    parser = load_parser()
+    mayor = next(parser("Betsy Hodges is the mayor of Minneapolis.").sents)
+    ((holder, noun, be),) = role_pairs.role_mentions(mayor)
+    assert (holder.text, noun.text, be) == ("Betsy Hodges", "mayor", "is")
+    rows = role_pairs.rows_for(mayor, holder, noun, be, "Jacob Frey", "d0", random.Random(0))
+    by_label = {}
+    for r in rows:
+        by_label.setdefault(r["label"], []).append(r)
+    # The other holder contradicts, in both directions; the same holder is entailed.
+    assert len(by_label["contradiction"]) == 2
+    assert all("Jacob Frey" in r["hypothesis"] or "Jacob Frey" in r["premise"] for r in by_label["contradiction"])
+    assert any(r["premise"] == mayor.text and "Jacob Frey" in r["hypothesis"] for r in by_label["contradiction"])
+    assert any(r["premise"] != mayor.text and r["hypothesis"] == mayor.text for r in by_label["contradiction"])
+    (same,) = by_label["entailment"]
+    assert "Betsy Hodges" in same["hypothesis"] and "mayor of Minneapolis" in same["hypothesis"]
+    # Controls make the same swap without excluding the holder.
+    assert len(by_label["neutral"]) == 2
+    assert all("Jacob Frey" in r["hypothesis"] for r in by_label["neutral"])
+    assert all(any(w in r["hypothesis"] for w in (" a mayor", "deputy", "assistant", "acting", "former", "Before"))
+               for r in by_label["neutral"])
+    # Not one holder: an indefinite role, a relational noun, a thing that is not a role.
+    for text in ("Maria Lopez is a mayor of a small town.", "Maria Lopez is the daughter of the mayor.",
+                 "Valencia is the third largest area of Spain."):
+        assert role_pairs.role_mentions(next(parser(text).sents)) == []
+
+
 def test_every_command_line_script_runs_its_commands():
     # lora_mpnet.py lost its `app()` once and every `spacy project run` step on it did nothing, rc 0.
     import subprocess
