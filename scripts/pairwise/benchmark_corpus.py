@@ -37,8 +37,12 @@ on the first, on contradictions it has not seen.
 
 `--reference forward` takes as reference the pairs whose first direction
 alone reaches the threshold (for when the `min` reference is empty, as it is
-for German text and the English-trained default model); `--scores` keeps
-every sample pair's scores; `--skip-full` skips step 1.
+for German text and the English-trained default model). `--reference learned`
+takes what `find_contradictions` reports: both directions of every pair, the
+alignment features of the two statements (each parsed on its own) and the
+pair scorer beside the model, at its pair threshold (`--threshold` is then
+ignored). `--scores` keeps every sample pair's scores; `--skip-full` skips
+step 1.
 """
 import json
 import os
@@ -203,19 +207,22 @@ def prefix_pairs(start: int, stop: int) -> numpy.ndarray:
     return numpy.stack([is_, js], axis=1)
 
 
-def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s, checkpoint, save_every_s, extra):
+def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s, checkpoint, save_every_s, extra,
+                         pair_scorer=None, facts=None):
     """All pairs of a growing prefix of `texts`, scored statement by statement.
 
     Statement j is scored against statements 0..j-1 (forward; backward only
     where forward >= threshold, exact for `min`). After each chunk the first
     `complete` statements have every pair scored, so stopping at any time
     leaves an all-pairs reference on a random sample (the order of `texts` is
-    a seeded random permutation). Returns (complete, pairs, forward, backward).
+    a seeded random permutation). With `pair_scorer` (and the texts' alignment
+    `facts`) both directions of every pair are scored and the learned score is
+    kept too. Returns (complete, pairs, forward, backward, learned or None, seconds).
     """
     from spacy_inconsistency.components.pairwise import score_pairs
 
     m = len(texts)
-    pairs_l, fwd_l, bwd_l = [], [], []
+    pairs_l, fwd_l, bwd_l, learned_l = [], [], [], []
     complete, t0, last_save = 1, time.time(), time.time()
 
     def save():
@@ -227,6 +234,8 @@ def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s,
                 backward=numpy.concatenate(bwd_l) if bwd_l else numpy.zeros(0, numpy.float32),
                 texts=numpy.asarray(texts[:complete], dtype=object), threshold=threshold,
                 elapsed_s=time.time() - t0, **extra,
+                **({"learned": numpy.concatenate(learned_l) if learned_l else numpy.zeros(0, numpy.float32)}
+                   if pair_scorer is not None else {}),
             )
 
     while complete < m:
@@ -235,7 +244,12 @@ def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s,
         while stop < m and (stop * (stop - 1) - complete * (complete - 1)) // 2 < chunk_size:
             stop += 1
         pairs = prefix_pairs(complete, stop)
-        scores = score_pairs(backend, texts, pairs, aggregation="min", threshold=threshold, chunk_size=chunk_size)
+        if pair_scorer is None:
+            scores = score_pairs(backend, texts, pairs, aggregation="min", threshold=threshold, chunk_size=chunk_size)
+        else:
+            scores = score_pairs(backend, texts, pairs, aggregation="learned", chunk_size=chunk_size,
+                                 pair_scorer=pair_scorer, facts=facts)
+            learned_l.append(scores.score)
         pairs_l.append(pairs)
         fwd_l.append(scores.forward)
         bwd_l.append(scores.backward)
@@ -252,7 +266,7 @@ def score_growing_sample(backend, texts, *, threshold, chunk_size, time_limit_s,
             break
     save()
     return (complete, numpy.concatenate(pairs_l), numpy.concatenate(fwd_l), numpy.concatenate(bwd_l),
-            time.time() - t0)
+            numpy.concatenate(learned_l) if learned_l else None, time.time() - t0)
 
 
 def global_top_pairs(vectors: numpy.ndarray, n_pairs: int) -> numpy.ndarray:
@@ -371,11 +385,11 @@ def best_under_budget(spans, vectors, found_set, budget: float, grid=None, fmatr
 
 
 def evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, threshold, reference, budget, seed,
-                    s_sources=None):
+                    s_sources=None, learned=None):
     """Step 2's evaluation from the scores of all pairs of the sample (re-runnable from --scores)."""
     m = len(s_texts)
     score = numpy.where(numpy.isnan(backward), forward, numpy.minimum(forward, backward))
-    ref = score if reference == "min" else forward
+    ref = {"min": score, "forward": forward, "learned": learned}[reference]
     found = numpy.flatnonzero(ref >= threshold)
     contradictions = pairs[found]
     found_set = set(map(tuple, contradictions.tolist()))
@@ -552,6 +566,7 @@ class Corpus(str, Enum):
 class Reference(str, Enum):
     min = "min"
     forward = "forward"
+    learned = "learned"
 
 
 def main(
@@ -575,8 +590,8 @@ def main(
     skip_sample: bool = typer.Option(False, "--skip-sample", help="skip step 2 (unless --from-scores)"),
     reference_kind: Reference = typer.Option(Reference.min, "--reference",
                                              help="contradictions of the reference: both directions >= threshold "
-                                                  "(min, the detector's default) or the first direction alone "
-                                                  "(forward)"),
+                                                  "(min), the first direction alone (forward), or the learned pair "
+                                                  "score at its pair threshold, as find_contradictions reports (learned)"),
     scores: Optional[str] = typer.Option(None, help="save every sample pair's scores here (.npz; written every "
                                          "--save-every-s)"),
     save_every_s: float = typer.Option(120.0),
@@ -657,11 +672,19 @@ def main(
                 lab_report[name] = {"pairs": len(found_set), "at_budget": res,
                                     "knn_recall": {k: float((ranks <= k).mean()) for k in [5, 10, 20, 50, 100, 200]}}
                 print(f"labelled {name} ({len(found_set)}): " + "; ".join(
-                    f"{f} {r['param']} {100 * r['fraction']:.2f}% -> {r['recall']:.3f}" for f, r in res.items() if r),
+                    f"{f} {r['param']} {100 * r['fraction']:.2f}% -> "
+                    + ("-" if r["recall"] is None else f"{r['recall']:.3f}") for f, r in res.items() if r),
                     flush=True)
             report["full_corpus_labelled"] = lab_report
     report["full_corpus"] = {"all_pairs": total, "strategies": full}
 
+    pair_scorer = None
+    learned = None
+    if reference_kind == "learned":
+        from spacy_inconsistency.pair_score import find_pair_scorer
+
+        pair_scorer = find_pair_scorer(NLIBackend(model, device="cpu").local_dir, model_name=model)
+        threshold = report["threshold"] = pair_scorer.threshold
     rng = numpy.random.default_rng(seed)
     if from_scores:
         z = numpy.load(from_scores, allow_pickle=True)
@@ -669,6 +692,10 @@ def main(
         sample = z["sample"][:m]
         keep = z["pairs"].max(axis=1) < m if len(z["pairs"]) else numpy.zeros(0, bool)
         pairs, forward, backward = z["pairs"][keep], z["forward"][keep], z["backward"][keep]
+        if reference_kind == "learned":
+            if "learned" not in z.files:
+                raise SystemExit(f"{from_scores} has no learned scores: score it with --reference learned")
+            learned = z["learned"][keep]
         assert len(pairs) == m * (m - 1) // 2, "saved scores do not cover all pairs of the prefix"
         assert [texts[i] for i in sample] == list(z["texts"][:m]), "saved scores are from another corpus"
         report["all_pairs_sample"] = {"pairs": int(len(pairs)), "seconds": float(z["elapsed_s"]),
@@ -701,9 +728,15 @@ def main(
             report["disjoint_from"] = {"scores": disjoint_from, "statements_excluded": len(earlier)}
         sample = order[:m]
         s_texts = [texts[i] for i in sample]
-        m, pairs, forward, backward, elapsed = score_growing_sample(
+        facts = None
+        if pair_scorer is not None:
+            from spacy_inconsistency.alignment import facts_of_texts
+
+            facts = facts_of_texts(s_texts)
+        m, pairs, forward, backward, learned, elapsed = score_growing_sample(
             backend, s_texts, threshold=threshold, chunk_size=2048, time_limit_s=time_limit_s,
             checkpoint=scores, save_every_s=save_every_s, extra={"sample": sample, "seed": seed},
+            pair_scorer=pair_scorer, facts=facts,
         )
         sample = sample[:m]
         n_backward = int((~numpy.isnan(backward)).sum())
@@ -722,7 +755,7 @@ def main(
         s_vectors = vectors[sample] if vectors is not None else encoder.encode(s_texts)
         result = evaluate_sample(s_texts, s_spans, s_vectors, pairs, forward, backward, threshold,
                                  reference_kind, pair_budget, seed,
-                                 s_sources=[statements[i]["source"] for i in sample])
+                                 s_sources=[statements[i]["source"] for i in sample], learned=learned)
         for ex in result["examples"]:
             for key in ("a", "b"):
                 src = statements[sample[s_texts.index(ex[key])]]["source"]
