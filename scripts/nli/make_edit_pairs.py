@@ -42,7 +42,6 @@ training.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import random
 import re
@@ -50,7 +49,7 @@ import sys
 import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import typer
 
@@ -493,6 +492,30 @@ def rows_for(sent, doc_ents, doc_id: str, rng: random.Random) -> List[dict]:
     return out
 
 
+def split_by_document(rows: List[dict], heldout_docs: float, rng: random.Random):
+    """(train rows, held-out rows, held-out doc ids): a seeded share of the documents held out."""
+    doc_ids = sorted({r["doc"] for r in rows})
+    rng.shuffle(doc_ids)
+    held_ids = set(doc_ids[: int(len(doc_ids) * heldout_docs)])
+    return [r for r in rows if r["doc"] not in held_ids], [r for r in rows if r["doc"] in held_ids], held_ids
+
+
+def write_split(output_dir: Path, prefix: str, train: List[dict], held: List[dict], info: dict) -> None:
+    """<prefix>_train.jsonl, <prefix>_heldout.jsonl and <prefix>_stats.json (counts per source and label)."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for name, part in ((f"{prefix}_train.jsonl", train), (f"{prefix}_heldout.jsonl", held)):
+        with (output_dir / name).open("w", encoding="utf8") as f:
+            for r in part:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    stats = {
+        **info,
+        "train": dict(Counter(f"{r['source']}:{r['label']}" for r in train)),
+        "heldout": dict(Counter(f"{r['source']}:{r['label']}" for r in held)),
+    }
+    (output_dir / f"{prefix}_stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n", encoding="utf8")
+    log(json.dumps(stats, indent=1, sort_keys=True))
+
+
 def main(
     control_zip: Path = typer.Option(..., help="ConTRoL zip (control/train.jsonl)."),
     taxinli: Path = typer.Option(..., help="TaxiNLI TSV (MNLI premises)."),
@@ -521,11 +544,7 @@ def main(
                 rows.extend(rows_for(sent, doc_ents, doc_id, rng))
         if len(rows) and len(rows) % 5000 < 3:
             log(f"{len(rows)} rows")
-    doc_ids = sorted({r["doc"] for r in rows})
-    rng.shuffle(doc_ids)
-    held_ids = set(doc_ids[: int(len(doc_ids) * heldout_docs)])
-    train = [r for r in rows if r["doc"] not in held_ids]
-    held = [r for r in rows if r["doc"] in held_ids]
+    train, held, held_ids = split_by_document(rows, heldout_docs, rng)
     by_kind: Dict[str, List[dict]] = defaultdict(list)
     for r in train:
         by_kind[r["source"]].append(r)
@@ -546,18 +565,7 @@ def main(
             kind_rows = kept
         train.extend(kind_rows)
     rng.shuffle(train)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for name, part in (("edit_train.jsonl", train), ("edit_heldout.jsonl", held)):
-        with (output_dir / name).open("w", encoding="utf8") as f:
-            for r in part:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    stats = {
-        "seed": seed, "documents": len(docs), "heldout_docs": len(held_ids),
-        "train": dict(Counter(f"{r['source']}:{r['label']}" for r in train)),
-        "heldout": dict(Counter(f"{r['source']}:{r['label']}" for r in held)),
-    }
-    (output_dir / "edit_stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n", encoding="utf8")
-    log(json.dumps(stats, indent=1, sort_keys=True))
+    write_split(output_dir, "edit", train, held, {"seed": seed, "documents": len(docs), "heldout_docs": len(held_ids)})
 
 
 if __name__ == "__main__":

@@ -38,14 +38,14 @@ import json
 import random
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_edit_pairs import overlaps, read_passages  # noqa: E402
+from make_edit_pairs import overlaps, read_passages, split_by_document, write_split  # noqa: E402
 
 HOLDER_LABELS = ("PERSON", "ORG")
 # Relational nouns whose definite form does not single out one holder in real text.
@@ -250,24 +250,10 @@ def main(
                            if not overlaps(e, ent.text) and not overlaps(e, sent.text)]
             if options:
                 rows.extend(rows_for(sent, ent, noun, be, rng.choice(options), doc_id, rng))
-    doc_ids = sorted({r["doc"] for r in rows})
-    rng.shuffle(doc_ids)
-    held_ids = set(doc_ids[: int(len(doc_ids) * heldout_docs)])
-    train = [r for r in rows if r["doc"] not in held_ids]
-    held_rows = [r for r in rows if r["doc"] in held_ids]
+    train, held_rows, held_ids = split_by_document(rows, heldout_docs, rng)
     rng.shuffle(train)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for name, part in (("role_train.jsonl", train), ("role_heldout.jsonl", held_rows)):
-        with (output_dir / name).open("w", encoding="utf8") as f:
-            for r in part:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    stats = {
-        "seed": seed, "documents": len(docs), "documents_with_roles": len(parsed), "heldout_docs": len(held_ids),
-        "train": dict(Counter(f"{r['source']}:{r['label']}" for r in train)),
-        "heldout": dict(Counter(f"{r['source']}:{r['label']}" for r in held_rows)),
-    }
-    (output_dir / "role_stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n", encoding="utf8")
-    log(json.dumps(stats, indent=1, sort_keys=True))
+    write_split(output_dir, "role", train, held_rows, {"seed": seed, "documents": len(docs),
+                                                       "documents_with_roles": len(parsed), "heldout_docs": len(held_ids)})
 
 
 if __name__ == "__main__":
