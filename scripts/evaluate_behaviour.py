@@ -98,6 +98,9 @@ def run_suite(nlp, records, *, batch_size: int = 32, progress: bool = True) -> T
                 "gold_pair_score": o.gold_pair_score, "n_units": len(s.units), "n_pairs": int(len(s.pairs)),
                 "top": [u["text"] for u in doc._.contradictions[0]["units"]] if doc._.contradictions else None,
                 "top_score": doc._.contradictions[0]["score"] if doc._.contradictions else None,
+                # Every compared pair's score, so that other document scores can be measured from one run
+                # (scripts/document_score_rules.py).
+                "pair_scores": [round(float(x), 6) for x in s.score],
             })
         bar.update(len(batch))
     bar.close()

@@ -55,6 +55,7 @@ def main(
     reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
     rescore_reverse_top_k: str = typer.Option("4", help="Of the --rescore-top-k pairs, those whose reverse order the --rescorer reads (those its text order ranks highest, and any it would flag); 'all': every one."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
+    details: Path = typer.Option(None, help="Write one JSON line per document here: its set, label, number of pairs, threshold and every pair score."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
     import spacy
@@ -130,6 +131,17 @@ def main(
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(results, indent=2))
+    if details:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        with details.open("w", encoding="utf8") as f:
+            for i, s in enumerate(scores):
+                in_contradoc = i < len(contradoc)
+                f.write(json.dumps({
+                    "set": "contradoc" if in_contradoc else "news",
+                    "label": contradoc[i]["label"] if in_contradoc else "news",
+                    "n_pairs": int(len(s.pairs)), "threshold": float(detector.threshold_for(len(s.pairs))),
+                    "pair_scores": [round(float(x), 6) for x in s.score],
+                }) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,11 @@ from spacy_inconsistency.alignment import load_parser
 
 
 def _load(name, path):
+    import sys
+
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -206,3 +209,44 @@ def test_every_command_line_script_runs_its_commands():
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "nli" / "lora_mpnet.py"), "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert all(command in out for command in ("pack", "train", "bench-train", "merge"))
+
+
+score_rules = _load("document_score_rules", ROOT / "scripts" / "document_score_rules.py")
+
+
+def test_document_score_rules_over_pair_scores():
+    import numpy
+
+    rules = score_rules.rules(numpy.linspace(0.0, 1.0, 101))  # F(s) = s
+    assert rules["max"]([0.9, 0.1]) == 0.9
+    assert abs(rules["noisy_or"]([0.5, 0.5]) - 0.75) < 1e-9
+    # F(max) ** k: the same highest score says less in a document of more pairs.
+    assert abs(rules["length_aware"]([0.9, 0.1]) - 0.81) < 1e-9
+    assert rules["length_aware"]([0.9, 0.1, 0.1]) < rules["length_aware"]([0.9, 0.1])
+    assert all(rule([]) == 0.0 for rule in rules.values())
+
+
+exclusive = _load("make_exclusive_roles", ROOT / "scripts" / "nli" / "make_exclusive_roles.py")
+
+
+def test_exclusive_role_rows_swap_the_holder_and_control_the_same_swap():
+    import random
+
+    names = {"PERSON": ["Ada Byron", "Karl Weiss", "Mira Sol", "Tom Reyes"], "ORG": ["Acme Ltd", "Borg Inc", "Cole AG"],
+             "GPE": ["Lyon", "Oslo"], "WORK_OF_ART": ["Dune"]}
+    role = next(r for r in exclusive.ROLES if r.name == "design")
+    rows = exclusive.make_rows(role, names, 20, random.Random(0), ["active", "passive", "agent_noun"])
+    contradictions = [r for r in rows if r["label"] == "contradiction"]
+    assert len(contradictions) == 40  # every group, both orders
+    for r in contradictions:
+        # Two different people hold the one role of the same thing.
+        holders = [n for n in names["PERSON"] if n in r["premise"]], [n for n in names["PERSON"] if n in r["hypothesis"]]
+        assert len(holders[0]) == len(holders[1]) == 1 and holders[0] != holders[1]
+        assert {"premise": r["hypothesis"], "hypothesis": r["premise"], "label": "contradiction"}.items() <= next(
+            s for s in contradictions if s["premise"] == r["hypothesis"] and s["hypothesis"] == r["premise"]).items()
+    for r in (r for r in rows if r["label"] == "entailment"):
+        assert [n for n in names["PERSON"] if n in r["premise"]] == [n for n in names["PERSON"] if n in r["hypothesis"]]
+    assert {r["source"] for r in rows if r["label"] == "neutral"} <= {
+        f"exclusive_control_{k}" for k in ("thing", "predicate", "time", "hedge", "shared")}
+    # The held-out frame never reaches training rows.
+    assert "credited" in exclusive.frames(role) and "credited" in exclusive.HELDOUT_FRAMES
