@@ -639,6 +639,115 @@ def scores_to_cache(
     log(f"{len(todo)} pairs -> {output}")
 
 
+# --- finetune (here, CPU) -------------------------------------------------------------------
+
+@app.command()
+def finetune(
+    train_files: List[Path] = typer.Option(..., "--train", help="JSONL rows (premise, hypothesis, label, source) to teach."),
+    replay_files: List[Path] = typer.Option([], "--replay", help="JSONL rows of the shipped mix, sampled alongside so that nothing is forgotten."),
+    replay_rows: int = typer.Option(4000, help="Rows sampled from --replay (evenly over its sources)."),
+    adapter: Path = typer.Option(ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora", help="Adapters to start from."),
+    base: Path = typer.Option(ROOT / "assets" / "mpnet" / "all-mpnet-base-v2"),
+    output: Path = typer.Option(ROOT / "training" / "nli-mpnet-lora-finetuned"),
+    lr: float = typer.Option(1e-4),
+    epochs: float = typer.Option(1.0),
+    batch_tokens: int = typer.Option(2048, help="Padded tokens per batch."),
+    max_length: int = typer.Option(128),
+    threads: int = typer.Option(2),
+    seed: int = typer.Option(0),
+) -> None:
+    """Go on training the shipped adapters on new rows plus a replay sample, on this CPU.
+
+    The encoder is the same int4-dequantized base the adapters were trained on (`merge` rebuilds
+    it), the adapters and head start from ADAPTER, and OUTPUT gets an adapter folder in the same
+    format (adapter.safetensors, adapter_config.json) for `merge` and `fit_pair_scorer.py`."""
+    import torch
+    from safetensors.numpy import load_file
+    from safetensors.torch import load_file as load_torch, save_file
+    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+
+    from spacy_inconsistency.backends.mpnet_lora import merged_state
+
+    sys.path.insert(0, str(HERE))
+    from train_nli import add_reverse_contradictions, make_targets, nli_loss  # noqa: E402
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    info = json.loads((adapter / "adapter_config.json").read_text())
+    rank, alpha = int(info["rank"]), float(info["alpha"])
+    rows = [r for path in train_files for r in _rows(path)]
+    replay = [r for path in replay_files for r in _rows(path)]
+    if replay and replay_rows:
+        by_source: Dict[str, List[dict]] = {}
+        for r in replay:
+            by_source.setdefault(r["source"], []).append(r)
+        per = max(1, replay_rows // len(by_source))
+        replay = _cap(replay, {"*": per}, seed)
+        rows += replay
+    rows, n_rev = add_reverse_contradictions(rows)
+    binary = {r["source"] for r in rows if r["label"] == "not_entailment"}
+    log(f"{len(rows)} rows ({len(replay)} replayed, {n_rev} reversed contradictions added)")
+
+    config = json.loads((base / "config.json").read_text())
+    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
+                   "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
+    model = MPNetForSequenceClassification(MPNetConfig(**config))
+    tensors = load_torch(str(adapter / "adapter.safetensors"))
+    head = {k: v for k, v in tensors.items() if k.startswith("classifier.")}
+    state = merged_state(load_file(str(base / "model.safetensors")), head, alpha / rank)
+    model.load_state_dict(state, strict=False)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    lora = add_lora(model, rank, alpha)
+    with torch.no_grad():
+        for name, mod in lora.items():
+            mod.A.copy_(tensors[f"{name[len('mpnet.'):]}.lora_A"])
+            mod.B.copy_(tensors[f"{name[len('mpnet.'):]}.lora_B"])
+    for p in model.classifier.parameters():
+        p.requires_grad_(True)
+
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    ids, lengths = _flat(_encode(tokenizer, [(r["premise"], r["hypothesis"]) for r in rows], max_length))
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    y = torch.tensor(np.array(make_targets(rows, binary), dtype=np.int64).T)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    bf16 = _bf16_autocast("cpu")
+    total = max(1, int(round(len(_batches(lengths, batch_tokens, rng)) * epochs)))
+    plan = []
+    while len(plan) < total:
+        plan += _batches(lengths, batch_tokens, rng)
+    plan = plan[:total]
+    model.train()
+    start, seen, losses = time.time(), 0, []
+    for step, idx in enumerate(plan):
+        for g in opt.param_groups:  # linear decay after a short warm-up
+            g["lr"] = lr * min(1.0, (step + 1) / max(1, total // 20)) * (1 - step / total)
+        a, m = _tensors(idx, ids, offsets, lengths, "cpu")
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(input_ids=a, attention_mask=m).logits
+        target = y[idx]
+        loss = nli_loss(logits, target[:, 0], target[:, 1], target[:, 2])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        seen += len(idx)
+        losses.append(float(loss.detach()))
+        if (step + 1) % 50 == 0:
+            log(f"step {step + 1}/{total} seen {seen} loss {np.mean(losses[-50:]):.4f} {seen / (time.time() - start):.1f} rows/s")
+    output.mkdir(parents=True, exist_ok=True)
+    save_file(adapter_tensors(model, lora), str(output / "adapter.safetensors"))
+    info = {**info, "finetune": {
+        "from": str(adapter), "train": [str(p) for p in train_files], "replay": [str(p) for p in replay_files],
+        "rows": len(rows), "replayed": len(replay), "epochs": epochs, "steps": total, "rows_seen": seen, "lr": lr,
+        "batch_tokens": batch_tokens, "train_s": round(time.time() - start, 1), "bf16_autocast": bf16,
+        "loss_first_50": round(float(np.mean(losses[:50])), 4), "loss_last_50": round(float(np.mean(losses[-50:])), 4)}}
+    (output / "adapter_config.json").write_text(json.dumps(info, indent=1))
+    log(json.dumps(info["finetune"]))
+
+
 # --- merge (here) ---------------------------------------------------------------------------
 
 @app.command()
