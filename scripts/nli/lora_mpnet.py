@@ -533,6 +533,9 @@ def evaluate_model(
     order = [net.config.label2id.get(l, net.config.label2id.get(l.upper())) for l in LABELS]
     heldout = []
     for name in ["heldout", "curriculum_heldout", "edit_heldout", "containment_heldout"]:
+        if name == "containment_heldout" and not (nli_dir / f"{name}.jsonl").exists():
+            log(f"no {name}.jsonl in {nli_dir} (scripts/nli/containment_pairs.py makes it): containment not measured")
+            continue
         heldout += _cap(_rows(nli_dir / f"{name}.jsonl"), {"*": heldout_per_source}, seed)
     pairs = [(r["premise"], r["hypothesis"]) for r in heldout]
     items = []
