@@ -257,3 +257,41 @@ def test_download_builds_and_prints_the_folder(release):
     assert result.exit_code == 0, result.output
     assert result.output.strip().splitlines()[-1] == str(mpnet_lora.mpnet_lora_path(build=False))
     assert (mpnet_lora.mpnet_lora_path(build=False) / "model.safetensors").exists()
+
+
+def test_finetune_goes_on_from_the_adapters_and_learns_its_rows(tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    parts, adapter, adapted = _tiny_release(tmp_path)
+    base = tmp_path / "unzipped" / "all-mpnet-base-v2"
+    rows = tmp_path / "rows.jsonl"
+    taught = ("the mayor visited the plant .", "the mayor never visited the plant .")
+    rows.write_text("\n".join(json.dumps(r) for r in [
+        {"premise": taught[0], "hypothesis": taught[1], "label": "contradiction", "source": "t"},
+        {"premise": "it rained on monday .", "hypothesis": "the sun came out on monday .", "label": "neutral", "source": "t"},
+    ]) + "\n")
+
+    def run(output, lr, epochs):
+        lm.finetune(train_files=[rows], replay_files=[], replay_rows=0, adapter=adapter, base=base, output=output,
+                    lr=lr, epochs=epochs, batch_tokens=256, max_length=32, threads=1, seed=0)
+        return output
+
+    # At lr 0 nothing moves: the run starts exactly from the shipped adapters and head.
+    still = load_file(str(run(tmp_path / "lr0", 0.0, 1.0) / "adapter.safetensors"))
+    shipped = load_file(str(adapter / "adapter.safetensors"))
+    assert still.keys() == shipped.keys()
+    assert all(torch.equal(still[k], shipped[k]) for k in shipped)
+    # Trained, the merged model reads the taught pair as a contradiction more than before.
+    trained = run(tmp_path / "trained", 1e-2, 30.0)
+    info = json.loads((trained / "adapter_config.json").read_text())
+    assert info["rank"] == 4 and info["finetune"]["rows"] == 3  # the contradiction is also taught reversed
+    merged = mpnet_lora.build_merged_model(trained, base, tmp_path / "merged")
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(merged))
+    batch = tokenizer([taught[0]], [taught[1]], return_tensors="pt")
+    with torch.no_grad():
+        before = torch.softmax(adapted(**batch).logits, -1)[0, 2]
+        after = torch.softmax(model(**batch).logits, -1)[0, 2]
+    assert after > 0.9 > before

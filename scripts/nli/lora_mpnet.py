@@ -24,8 +24,11 @@ the same dequantized weights from the full model here, adds the adapters (W + B 
 saves an ordinary Hugging Face model directory the detector loads with
 ``config={"model": {"model": PATH}}``.
 
-``train`` imports nothing from this project (the GPU machine has no spaCy); ``pack`` and
-``merge`` run in the project's environment. ``train`` also runs on a CPU, under bf16 autocast
+``finetune`` goes on training the shipped adapters here, on this CPU, on a few thousand new rows
+plus a replay sample of the mix (the adapter folder it writes is what ``merge`` reads).
+
+``train`` imports nothing from this project (the GPU machine has no spaCy); ``pack``,
+``finetune`` and ``merge`` run in the project's environment. ``train`` also runs on a CPU, under bf16 autocast
 where the CPU computes bf16 natively; ``bench-train`` times its steps here (about 28 rows/s on 2
 cores with AMX: a few thousand rows train within minutes, the whole mix does not).
 """
@@ -682,12 +685,11 @@ def finetune(
     rows = [r for path in train_files for r in _rows(path)]
     replay = [r for path in replay_files for r in _rows(path)]
     if replay and replay_rows:
-        by_source: Dict[str, List[dict]] = {}
-        for r in replay:
-            by_source.setdefault(r["source"], []).append(r)
-        per = max(1, replay_rows // len(by_source))
+        per = max(1, replay_rows // len({r["source"] for r in replay}))
         replay = _cap(replay, {"*": per}, seed)
         rows += replay
+    elif not replay_rows:
+        replay = []
     rows, n_rev = add_reverse_contradictions(rows)
     binary = {r["source"] for r in rows if r["label"] == "not_entailment"}
     log(f"{len(rows)} rows ({len(replay)} replayed, {n_rev} reversed contradictions added)")
@@ -699,7 +701,9 @@ def finetune(
     tensors = load_torch(str(adapter / "adapter.safetensors"))
     head = {k: v for k, v in tensors.items() if k.startswith("classifier.")}
     state = merged_state(load_file(str(base / "model.safetensors")), head, alpha / rank)
-    model.load_state_dict(state, strict=False)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [m for m in missing if not m.endswith("position_ids")]:
+        raise ValueError(f"{base} does not fit {adapter}: missing {missing[:5]}, unexpected {unexpected[:5]}")
     for p in model.parameters():
         p.requires_grad_(False)
     lora = add_lora(model, rank, alpha)

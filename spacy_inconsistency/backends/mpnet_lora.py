@@ -50,9 +50,12 @@ def cache_root() -> Path:
 
 
 def fingerprint(adapter: Path) -> str:
-    """12 hex digits of the SHA-256 over the adapter folder's files: a new adapter builds anew."""
+    """12 hex digits of the SHA-256 over the adapter folder's files: a new adapter builds anew.
+    A folder without a fitted pair_scorer.json (a fresh `lora_mpnet.py finetune`) still has one."""
     digest = hashlib.sha256()
     for name in ADAPTER_FILES:
+        if name == "pair_scorer.json" and not (adapter / name).exists():
+            continue
         digest.update(name.encode())
         digest.update((adapter / name).read_bytes())
     return digest.hexdigest()[:12]
