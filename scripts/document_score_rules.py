@@ -28,8 +28,8 @@ from typing import Callable, Dict, List, Optional
 import numpy
 import typer
 
-from spacy_inconsistency.metrics.behaviour import matched_auc
-from spacy_inconsistency.pair_score import PairScoreModel
+from spacy_inconsistency.metrics.behaviour import matched_auc, pooled_auc
+from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCORER = ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora" / "pair_scorer.json"
@@ -40,13 +40,12 @@ def _read(path: Path) -> List[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def rules(cdf: numpy.ndarray) -> Dict[str, Callable[[List[float]], float]]:
+def rules(threshold: DocumentThreshold) -> Dict[str, Callable[[List[float]], float]]:
     """Document score rules over a document's pair scores, by name.
 
-    cdf (numpy.ndarray): F of the document threshold, on an even grid over [0, 1].
+    threshold (DocumentThreshold): The deciding model's document threshold (its F).
     RETURNS (Dict[str, Callable]): name -> function of the pair scores.
     """
-    grid = numpy.linspace(0.0, 1.0, len(cdf))
 
     def highest(scores: List[float]) -> float:
         return max(scores) if scores else 0.0
@@ -55,17 +54,11 @@ def rules(cdf: numpy.ndarray) -> Dict[str, Callable[[List[float]], float]]:
         return float(1.0 - numpy.prod(1.0 - numpy.asarray(scores, dtype=numpy.float64))) if scores else 0.0
 
     def length_aware(scores: List[float]) -> float:
-        return float(numpy.interp(highest(scores), grid, cdf) ** max(len(scores), 1)) if scores else 0.0
+        if not scores:
+            return 0.0
+        return float(numpy.interp(highest(scores), threshold.grid, threshold.cdf) ** len(scores))
 
     return {"max": highest, "noisy_or": noisy_or, "length_aware": length_aware}
-
-
-def _roc_auc(positive: List[float], negative: List[float]) -> Optional[float]:
-    from sklearn.metrics import roc_auc_score
-
-    if not positive or not negative:
-        return None
-    return float(roc_auc_score([1] * len(positive) + [0] * len(negative), positive + negative))
 
 
 def main(
@@ -79,25 +72,26 @@ def main(
     threshold = PairScoreModel.from_disk(pair_scorer).document_thresholds.get("full")
     if threshold is None:
         raise typer.BadParameter(f"{pair_scorer} has no document threshold")
+    suite: Dict[str, Dict[str, List[float]]] = {"contradiction": {}, "control": {}}
+    if suite_details is not None:
+        for d in _read(suite_details):
+            if "pair_scores" not in d:
+                raise typer.BadParameter(f"{suite_details} has no pair_scores: rerun evaluate_behaviour.py")
+            suite[d["side"]][d["id"]] = d["pair_scores"]
+    ids = sorted(set(suite["contradiction"]) & set(suite["control"]))
+    contradoc = [d for d in _read(documents_details) if d["set"] == "contradoc"] if documents_details else []
     results: Dict[str, Dict[str, Optional[float]]] = {}
-    for name, rule in rules(threshold.cdf).items():
+    for name, rule in rules(threshold).items():
         row: Dict[str, Optional[float]] = {}
         if suite_details is not None:
-            by_side: Dict[str, Dict[str, float]] = {"contradiction": {}, "control": {}}
-            for d in _read(suite_details):
-                if "pair_scores" not in d:
-                    raise typer.BadParameter(f"{suite_details} has no pair_scores: rerun evaluate_behaviour.py")
-                by_side[d["side"]][d["id"]] = rule(d["pair_scores"])
-            ids = sorted(set(by_side["contradiction"]) & set(by_side["control"]))
-            positive = [by_side["contradiction"][i] for i in ids]
-            negative = [by_side["control"][i] for i in ids]
+            positive = [rule(suite["contradiction"][i]) for i in ids]
+            negative = [rule(suite["control"][i]) for i in ids]
             row["suite_matched_auc"] = matched_auc(positive, negative)
-            row["suite_pooled_auc"] = _roc_auc(positive, negative)
+            row["suite_pooled_auc"] = pooled_auc(positive, negative)
         if documents_details is not None:
-            docs = [d for d in _read(documents_details) if d["set"] == "contradoc"]
-            row["contradoc_auc"] = _roc_auc(
-                [rule(d["pair_scores"]) for d in docs if d["label"] == "contradictory"],
-                [rule(d["pair_scores"]) for d in docs if d["label"] != "contradictory"],
+            row["contradoc_auc"] = pooled_auc(
+                [rule(d["pair_scores"]) for d in contradoc if d["label"] == "contradictory"],
+                [rule(d["pair_scores"]) for d in contradoc if d["label"] != "contradictory"],
             )
         results[name] = row
     columns = sorted({c for row in results.values() for c in row})

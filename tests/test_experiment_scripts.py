@@ -217,7 +217,9 @@ score_rules = _load("document_score_rules", ROOT / "scripts" / "document_score_r
 def test_document_score_rules_over_pair_scores():
     import numpy
 
-    rules = score_rules.rules(numpy.linspace(0.0, 1.0, 101))  # F(s) = s
+    from spacy_inconsistency.pair_score import DocumentThreshold
+
+    rules = score_rules.rules(DocumentThreshold(numpy.linspace(0.0, 1.0, 101), alpha=0.05, floor=0.0))  # F(s) = s
     assert rules["max"]([0.9, 0.1]) == 0.9
     assert abs(rules["noisy_or"]([0.5, 0.5]) - 0.75) < 1e-9
     # F(max) ** k: the same highest score says less in a document of more pairs.

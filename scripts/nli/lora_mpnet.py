@@ -668,11 +668,10 @@ def finetune(
     it), the adapters and head start from ADAPTER, and OUTPUT gets an adapter folder in the same
     format (adapter.safetensors, adapter_config.json) for `merge` and `fit_pair_scorer.py`."""
     import torch
-    from safetensors.numpy import load_file
     from safetensors.torch import load_file as load_torch, save_file
-    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+    from transformers import AutoTokenizer
 
-    from spacy_inconsistency.backends.mpnet_lora import merged_state
+    from spacy_inconsistency.backends.mpnet_lora import merged_model
 
     sys.path.insert(0, str(HERE))
     from train_nli import add_reverse_contradictions, make_targets, nli_loss  # noqa: E402
@@ -694,16 +693,9 @@ def finetune(
     binary = {r["source"] for r in rows if r["label"] == "not_entailment"}
     log(f"{len(rows)} rows ({len(replay)} replayed, {n_rev} reversed contradictions added)")
 
-    config = json.loads((base / "config.json").read_text())
-    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
-                   "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
-    model = MPNetForSequenceClassification(MPNetConfig(**config))
     tensors = load_torch(str(adapter / "adapter.safetensors"))
-    head = {k: v for k, v in tensors.items() if k.startswith("classifier.")}
-    state = merged_state(load_file(str(base / "model.safetensors")), head, alpha / rank)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or [m for m in missing if not m.endswith("position_ids")]:
-        raise ValueError(f"{base} does not fit {adapter}: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    # The bare base with the head; the adapters go on as trainable LoRA modules below.
+    model = merged_model(base, {k: v for k, v in tensors.items() if k.startswith("classifier.")}, alpha / rank)
     for p in model.parameters():
         p.requires_grad_(False)
     lora = add_lora(model, rank, alpha)

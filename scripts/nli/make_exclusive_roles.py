@@ -31,7 +31,6 @@ discoverer, coach) are held out entirely, with names of their own.
 """
 from __future__ import annotations
 
-import json
 import random
 import sys
 from dataclasses import dataclass
@@ -39,6 +38,9 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 import typer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_edit_pairs import write_split  # noqa: E402
 
 TAILS = (
     "said the work had taken two years", "spoke to reporters on Friday", "declined to comment",
@@ -226,7 +228,7 @@ def place_rows(names: Dict[str, List[str]], n: int, rng: random.Random) -> List[
 
 def main(
     fever: Path = typer.Option(..., help="DocNLI's docnli_binary_fever_dev.txt (its claims give the names)."),
-    output_dir: Path = typer.Option(..., help="Writes exclusive_train.jsonl and exclusive_heldout.jsonl here."),
+    output_dir: Path = typer.Option(..., help="Writes exclusive_train.jsonl, exclusive_heldout.jsonl and exclusive_stats.json here."),
     per_role: int = typer.Option(90, help="Groups per role (a contradiction both ways, an entailment, a control both ways)."),
     birthplaces: int = typer.Option(150, help="Birthplace groups."),
     claims: int = typer.Option(6000, help="FEVER claims read for names."),
@@ -254,15 +256,8 @@ def main(
                     if "credited as" in r["premise"] + r["hypothesis"]]
     train += place_rows(train_names, birthplaces, rng)
     heldout += place_rows(heldout_names, birthplaces // 5, rng)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("exclusive_train", train), ("exclusive_heldout", heldout)):
-        with (output_dir / f"{name}.jsonl").open("w", encoding="utf8") as f:
-            for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    from collections import Counter
-
-    print(f"train {len(train)} {dict(Counter(r['label'] for r in train))}; "
-          f"heldout {len(heldout)} {dict(Counter(r['label'] for r in heldout))}", file=sys.stderr)
+    write_split(output_dir, "exclusive", train, heldout, {"seed": seed, "per_role": per_role, "birthplaces": birthplaces,
+                                                          "names": {k: len(v) for k, v in names.items()}})
 
 
 if __name__ == "__main__":

@@ -121,6 +121,29 @@ def merged_state(weights: Dict[str, numpy.ndarray], lora: Dict[str, object], sca
     return state
 
 
+def merged_model(base: Path, lora: Dict[str, object], scale: float):
+    """The NLI model on the dequantized base with `lora` merged in (see `merged_state`).
+
+    base (Path): The unpacked all-mpnet-base-v2 (model.safetensors, config.json).
+    lora (Dict[str, torch.Tensor]): LoRA pairs and head; the head alone gives the bare base.
+    scale (float): alpha / rank.
+    RETURNS (MPNetForSequenceClassification): The model, 3 NLI labels.
+    """
+    from safetensors.numpy import load_file
+    from transformers import MPNetConfig, MPNetForSequenceClassification
+
+    config = json.loads((base / "config.json").read_text(encoding="utf8"))
+    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
+                   "id2label": dict(enumerate(LABELS)), "label2id": {label: i for i, label in enumerate(LABELS)}})
+    model = MPNetForSequenceClassification(MPNetConfig(**config))
+    state = merged_state(load_file(str(base / "model.safetensors")), lora, scale)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if missing or unexpected:
+        raise ValueError(Errors.E197.format(missing=missing[:5], unexpected=unexpected[:5]))
+    return model
+
+
 def build_merged_model(adapter: Path, base: Path, output: Path) -> Path:
     """Base encoder folder + adapter folder -> a Hugging Face model folder (with the adapter's
     pair_scorer.json beside it).
@@ -130,23 +153,13 @@ def build_merged_model(adapter: Path, base: Path, output: Path) -> Path:
     output (Path): Folder to write.
     RETURNS (Path): `output`.
     """
-    from safetensors.numpy import load_file
     from safetensors.torch import load_file as load_torch
-    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+    from transformers import AutoTokenizer
 
     info = json.loads((adapter / "adapter_config.json").read_text(encoding="utf8"))
     if info.get("group", GROUP) != GROUP:
         raise ValueError(Errors.E199.format(group=info["group"], expected=GROUP))
-    config = json.loads((base / "config.json").read_text(encoding="utf8"))
-    config.update({"num_labels": 3, "architectures": ["MPNetForSequenceClassification"],
-                   "id2label": dict(enumerate(LABELS)), "label2id": {label: i for i, label in enumerate(LABELS)}})
-    model = MPNetForSequenceClassification(MPNetConfig(**config))
-    state = merged_state(load_file(str(base / "model.safetensors")), load_torch(str(adapter / "adapter.safetensors")),
-                         info["alpha"] / info["rank"])
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not m.endswith("position_ids")]
-    if missing or unexpected:
-        raise ValueError(Errors.E197.format(missing=missing[:5], unexpected=unexpected[:5]))
+    model = merged_model(base, load_torch(str(adapter / "adapter.safetensors")), info["alpha"] / info["rank"])
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(output))
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(output))

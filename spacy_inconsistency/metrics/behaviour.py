@@ -77,7 +77,8 @@ def matched_auc(positive: Sequence[float], negative: Sequence[float]) -> Optiona
     return wins / len(positive)
 
 
-def _pooled_auc(positive: Sequence[float], negative: Sequence[float]) -> Optional[float]:
+def pooled_auc(positive: Sequence[float], negative: Sequence[float]) -> Optional[float]:
+    """ROC-AUC of every positive score against every negative one (None when a side is empty)."""
     from sklearn.metrics import roc_auc_score
 
     if not positive or not negative:
@@ -98,7 +99,7 @@ def _summary(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
         "pair_hits": sum(o.contradiction.flagged and is_pair_hit(o.contradiction.top_pair, o.gold) for o in outcomes) / n,
         "false_alarms": sum(o.control.flagged for o in outcomes) / n,
         "matched_auc": matched_auc(pos, neg),
-        "pooled_auc": _pooled_auc(pos, neg),
+        "pooled_auc": pooled_auc(pos, neg),
         "pair_auc": matched_auc([p for p, _ in scored], [q for _, q in scored]),
         "gold_pairs_compared": sum(p is not None for p in pair_pos) / n,
     }
