@@ -74,7 +74,7 @@ def test_gold_spans_and_bad_records(tmp_path):
         read_behaviour_suite(tmp_path, "dev_*.jsonl")
 
 
-@pytest.mark.parametrize("split,per_capability", [("test_*.jsonl", 25), ("dev_*.jsonl", 20)])
+@pytest.mark.parametrize("split,per_capability", [("test_*.jsonl", 25), ("dev_*.jsonl", 20), ("test2_*.jsonl", 50)])
 def test_the_project_suites_are_complete_and_valid(split, per_capability):
     records = read_behaviour_suite(SUITE, split)
     counts = {}
@@ -85,4 +85,5 @@ def test_the_project_suites_are_complete_and_valid(split, per_capability):
     assert all(r["gold"][0][1] <= r["gold"][1][0] for r in records)
     test_ids = {r["id"] for r in read_behaviour_suite(SUITE, "test_*.jsonl")}
     dev_ids = {r["id"] for r in read_behaviour_suite(SUITE, "dev_*.jsonl")}
-    assert not test_ids & dev_ids
+    test2_ids = {r["id"] for r in read_behaviour_suite(SUITE, "test2_*.jsonl")}
+    assert not test_ids & dev_ids and not test2_ids & (test_ids | dev_ids)

@@ -80,3 +80,20 @@ def test_project_commands_page_is_generated_from_project_yml(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "project-commands.md").read_text(encoding="utf-8"), (
         "docs/project-commands.md is stale: run `spacy project document . --output docs/project-commands.md`")
+
+
+def test_summary_adds_the_second_test_split_where_it_ran(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("summarize_evaluation", ROOT / "scripts" / "summarize_evaluation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not any(row["key"].startswith("test2_") for row in module.summarize(tmp_path)["rows"])
+    figures = {"n": 500, "recall": 0.25, "pair_hits": 0.2, "false_alarms": 0.125, "matched_auc": 0.7}
+    (tmp_path / "behaviour_test2.json").write_text(json.dumps({"all": figures, "settings": {"split": "test2_*.jsonl"}}))
+    summary = module.summarize(tmp_path)
+    rows = {row["key"]: row for row in summary["rows"]}
+    assert rows["test2_matched_auc"]["value"] == 0.7 and rows["test2_false_alarms"]["value"] == 0.125
+    assert "test2_*.jsonl (500 pairs)" in rows["test2_recall"]["set"]
+    # Optional: its absence is not reported as missing, the other files' is.
+    assert str(tmp_path / "behaviour_test2.json") not in summary["missing"]
