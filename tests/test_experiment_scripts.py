@@ -255,3 +255,28 @@ def test_exclusive_role_rows_swap_the_holder_and_control_the_same_swap():
     training_frames = [f for f in exclusive.frames(role) if f not in exclusive.HELDOUT_FRAMES]
     rows = exclusive.make_rows(role, names, 40, random.Random(1), training_frames)
     assert not any("credited as" in r["premise"] + r["hypothesis"] for r in rows)
+
+
+near_miss = _load("make_near_miss_pairs", ROOT / "scripts" / "nli" / "make_near_miss_pairs.py")
+
+
+def test_near_miss_rows_label_the_gold_pair_and_only_it_a_contradiction():
+    import random
+
+    a, b = "The ferry left Aldby at noon.", "The ferry never left Aldby that day."
+    b_ctrl = "The ferry never left Aldby the next day."
+    other = ["Forty cars were aboard.", "The crossing takes an hour."]
+    record = {"id": "r1", "capability": "negation",
+              "contradiction": {"text": "", "pair": [a, b]}, "control": {"text": "", "pair": [a, b_ctrl], "kind": "change over time"}}
+    rows = near_miss.record_rows(record, [a, *other, b], [a, *other, b_ctrl], 10, random.Random(0))
+    contradictions = [(r["premise"], r["hypothesis"]) for r in rows if r["label"] == "contradiction"]
+    assert contradictions == [(a, b)]
+    controls = {(r["premise"], r["hypothesis"]) for r in rows if r["source"] == "near_miss_control"}
+    assert controls == {(a, b_ctrl), (b_ctrl, a)}
+    others = [{r["premise"], r["hypothesis"]} for r in rows if r["source"] == "near_miss_other"]
+    # Every other pair of both documents (5 each, 10 asked), none of them a gold or near-miss pair.
+    assert len(others) == 10 and {a, b} not in others and {a, b_ctrl} not in others
+    # Another speaker saying the same words: the sentences alone contradict, so no control row.
+    record["control"] = {"text": "", "pair": [a, b], "kind": "different speakers"}
+    rows = near_miss.record_rows(record, [a, b], [a, b], 2, random.Random(0))
+    assert [r["label"] for r in rows] == ["contradiction"]

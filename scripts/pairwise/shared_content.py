@@ -45,6 +45,7 @@ RULES: Dict[str, Callable[[Info, Info], bool]] = {
 def main(
     data_dir: Path = typer.Option(ROOT.parent / "shared" / "data", help="The shared data folder."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the behavioural suite."),
+    splits: List[str] = typer.Option(["dev", "test"], "--split", help="Suite splits read (<split>_*.jsonl)."),
     n_news: int = typer.Option(40, help="News articles."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
 ) -> None:
@@ -54,7 +55,8 @@ def main(
     from spacy_inconsistency.pair_scoring import doc_units, has_content
 
     parser = load_parser()
-    records = [json.loads(line) for f in sorted(suite.glob("*.jsonl")) for line in f.open(encoding="utf8")]
+    files = sorted(f for split in splits for f in suite.glob(f"{split}_*.jsonl"))
+    records = [json.loads(line) for f in files for line in f.open(encoding="utf8")]
     gold = [tuple(unit_info(d) for d in parser.pipe(r["contradiction"]["pair"])) for r in records]
     results: Dict[str, Dict] = {"gold_pairs": len(gold), "gold_kept": {}, "pairs": {}}
     for name, rule in RULES.items():
