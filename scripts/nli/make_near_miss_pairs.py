@@ -20,7 +20,6 @@ have seen none.
     python scripts/nli/make_near_miss_pairs.py --input tests/behaviour --pattern "test2_part0[1-6].jsonl" \
         --output-dir assets/near_miss
 """
-import json
 import random
 import sys
 from collections import Counter
@@ -32,7 +31,7 @@ import typer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_edit_pairs import log, write_split  # noqa: E402
+from make_edit_pairs import write_split  # noqa: E402
 from suite_units import SIDES, unit_segmenter  # noqa: E402
 
 NOT_CONTRADICTION = "not_contradiction"
