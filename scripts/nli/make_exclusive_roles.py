@@ -31,6 +31,7 @@ discoverer, coach) are held out entirely, with names of their own.
 """
 from __future__ import annotations
 
+import json
 import random
 import sys
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from typing import Dict, List, Sequence, Tuple
 import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_edit_pairs import write_split  # noqa: E402
+from make_edit_pairs import log, write_split  # noqa: E402
 
 TAILS = (
     "said the work had taken two years", "spoke to reporters on Friday", "declined to comment",
@@ -236,7 +237,7 @@ def main(
 ) -> None:
     rng = random.Random(seed)
     names = read_names(fever, claims, seed)
-    print({k: len(v) for k, v in names.items()}, file=sys.stderr)
+    log(json.dumps({k: len(v) for k, v in names.items()}))
     # Held-out names: a fifth of each kind, never in a training row.
     train_names, heldout_names = {}, {}
     for kind, values in names.items():

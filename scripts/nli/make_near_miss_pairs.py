@@ -37,6 +37,11 @@ from suite_units import SIDES, unit_segmenter  # noqa: E402
 NOT_CONTRADICTION = "not_contradiction"
 
 
+def _same_text(texts) -> set:
+    """The texts with runs of whitespace as one space (units and pair sentences may differ there)."""
+    return {" ".join(t.split()) for t in texts}
+
+
 def record_rows(record: dict, units: List[str], other_units: List[str], other_pairs: int, rng: random.Random) -> List[dict]:
     """Rows of one record: `units` are the contradiction document's, `other_units` the control's."""
     base = {"doc": record["id"], "capability": record["capability"]}
@@ -46,14 +51,13 @@ def record_rows(record: dict, units: List[str], other_units: List[str], other_pa
     kind = record["control"].get("kind", "")
     # A control that gives the same words to another speaker holds the gold pair itself: the
     # sentences alone contradict, and the detector's speaker grouping is what tells them apart.
-    same_words = {" ".join(s.split()) for s in (a, b)} == {" ".join(s.split()) for s in (ca, cb)}
+    same_words = _same_text((a, b)) == _same_text((ca, cb))
     for p, h in () if same_words else ((ca, cb), (cb, ca)):
         rows.append({"premise": p, "hypothesis": h, "label": NOT_CONTRADICTION, "source": "near_miss_control",
                      "kind": kind, **base})
     for side, side_units in zip(SIDES, (units, other_units)):
-        gold = {" ".join(s.split()) for s in record[side]["pair"]}
-        pairs = [(x, y) for x, y in combinations(side_units, 2)
-                 if not {" ".join(x.split()), " ".join(y.split())} <= gold and len({x, y}) == 2]
+        gold = _same_text(record[side]["pair"])
+        pairs = [(x, y) for x, y in combinations(side_units, 2) if not _same_text((x, y)) <= gold and x != y]
         for x, y in rng.sample(pairs, min(other_pairs, len(pairs))):
             if rng.random() < 0.5:
                 x, y = y, x
