@@ -87,3 +87,26 @@ def test_the_project_suites_are_complete_and_valid(split, per_capability):
     dev_ids = {r["id"] for r in read_behaviour_suite(SUITE, "dev_*.jsonl")}
     test2_ids = {r["id"] for r in read_behaviour_suite(SUITE, "test2_*.jsonl")}
     assert not test_ids & dev_ids and not test2_ids & (test_ids | dev_ids)
+
+
+def _normal(text):
+    return " ".join(text.lower().split())
+
+
+def test_the_written_training_records_are_complete_and_disjoint_from_the_suite():
+    # data/near_miss trains models that the suite measures: no record, pair sentence or domain may be shared.
+    folder = ROOT / "data" / "near_miss"
+    records = read_behaviour_suite(folder, "train_*.jsonl")
+    parts = len(list(folder.glob("train_*.jsonl")))
+    counts = {}
+    for r in records:
+        counts[r["capability"]] = counts.get(r["capability"], 0) + 1
+    assert counts == {c: 5 * parts for c in CAPABILITIES}
+    suite = read_behaviour_suite(SUITE, "*.jsonl")
+    assert len({r["id"] for r in records}) == len(records)
+    assert not {r["id"] for r in records} & {r["id"] for r in suite}
+    assert not {r["domain"] for r in records} & {r["domain"] for r in suite}
+    suite_text = "\n".join(_normal(r[side]["text"]) for r in suite for side in ("contradiction", "control"))
+    shared = [s for r in records for side in ("contradiction", "control") for s in r[side]["pair"]
+              if _normal(s) in suite_text]
+    assert not shared

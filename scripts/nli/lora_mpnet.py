@@ -121,6 +121,8 @@ def pack(
     score_pairs: Optional[Path] = typer.Option(None, help="JSON list of [premise, hypothesis] (or a fit_pair_scorer "
                                                          "cache) the trained model should also score."),
     score_max_length: int = typer.Option(512),
+    extra_train: List[Path] = typer.Option([], help="Further training rows (JSONL) beyond the shipped mix, e.g. "
+                                                    "assets/nli/near_miss_train.jsonl (`spacy project run near-miss-pairs`)."),
 ) -> None:
     """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
     sys.path.insert(0, str(HERE))
@@ -133,6 +135,8 @@ def pack(
     train = _rows(nli_dir / "train.jsonl")
     for name in SKILL_FILES:
         train += _rows(nli_dir / f"{name}.jsonl")
+    for path in extra_train:
+        train += _rows(path)
     train = _cap(train, {"snli": big_source_cap, "taxinli": big_source_cap}, seed)
     train, n_rev = add_reverse_contradictions(train)
     cont = _cap(_rows(nli_dir / "containment_train.jsonl"), {"*": containment_rows // 2}, seed)

@@ -13,12 +13,11 @@ A control that gives the same words to another speaker adds no row (the two sent
 contradict). Records are held out whole (`--heldout-records`), so that no held-out pair shares a
 document with a training pair.
 
-The records at hand are the behavioural suite's second test split: a model trained on some of
-them is measured on the others only (docs/detection.md, "What was tried"); the shipped models
-have seen none.
+The training records are `data/near_miss/` (written for training, by writers who saw neither the
+suite nor the models; its README says how). The behavioural suite's splits in `tests/behaviour/` are
+for measuring: a model trained on some of them is measured on the others only.
 
-    python scripts/nli/make_near_miss_pairs.py --input tests/behaviour --pattern "test2_part0[1-6].jsonl" \
-        --output-dir assets/near_miss
+    python scripts/nli/make_near_miss_pairs.py --input data/near_miss --output-dir assets/nli   # spacy project run near-miss-pairs
 """
 import random
 import sys
