@@ -280,3 +280,22 @@ def test_near_miss_rows_label_the_gold_pair_and_only_it_a_contradiction():
     record["control"] = {"text": "", "pair": [a, b], "kind": "different speakers"}
     rows = near_miss.record_rows(record, [a, b], [a, b], 2, random.Random(0))
     assert [r["label"] for r in rows] == ["contradiction"]
+
+
+def test_simplify_keeps_the_main_statement():
+    import numpy
+
+    probe = _load("simplify_probe", ROOT / "scripts" / "nli" / "simplify_probe.py")
+    parser = load_parser()
+    cases = {
+        "Officials said no one was injured in the blaze.": "No one was injured in the blaze.",
+        "The Saint Ilse, a ferry built in 1990, left Harwick at noon, a deputy harbourmaster said.":
+            "The Saint Ilse left Harwick at noon.",
+        "According to the club, Maria Lenz (the captain) scored the only goal, which came late.":
+            "Maria Lenz scored the only goal.",
+        "The museum, which opened in 1921, has never closed.": "The museum has never closed.",
+        "It rained.": "It rained.",  # too short to cut
+    }
+    for text, expected in cases.items():
+        assert probe.simplify(parser(text)) == expected
+    assert probe.win_rate(numpy.array([0.9, 0.2, 0.5]), numpy.array([0.1, 0.3, 0.5])) == 0.5  # win, loss, tie
