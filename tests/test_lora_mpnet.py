@@ -295,3 +295,25 @@ def test_finetune_goes_on_from_the_adapters_and_learns_its_rows(tmp_path):
         before = torch.softmax(adapted(**batch).logits, -1)[0, 2]
         after = torch.softmax(model(**batch).logits, -1)[0, 2]
     assert after > 0.9 > before
+
+
+def test_extra_rows_weigh_each_contradiction_the_same_in_both_orders():
+    from collections import Counter
+
+    import typer
+
+    gold = {"premise": "the van was bought in 2016 .", "hypothesis": "the shop never owned a van .",
+            "label": "contradiction", "source": "near_miss_gold"}
+    control = {"premise": "the van was sold in 2019 .", "hypothesis": "the shop owns no van now .",
+               "label": "not_contradiction", "source": "near_miss_control"}
+    assert lm.extra_rows([gold, control], 1) == [gold, control]  # the mix-wide reversal adds the other order
+    rows = lm.extra_rows([gold, control], 3)
+    counts = Counter((r["premise"], r["hypothesis"]) for r in rows)
+    assert counts == {(gold["premise"], gold["hypothesis"]): 3, (gold["hypothesis"], gold["premise"]): 3,
+                      (control["premise"], control["hypothesis"]): 3}
+    # The mix-wide reversal then finds both orders there and adds none.
+    import train_nli  # on the path since extra_rows imported it
+
+    assert train_nli.add_reverse_contradictions(rows)[1] == 0
+    with pytest.raises(typer.BadParameter):
+        lm.extra_rows([gold], 0)

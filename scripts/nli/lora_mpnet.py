@@ -106,6 +106,20 @@ def _flat(ids: List[List[int]]):
     return np.concatenate([np.array(x, dtype=np.int32) for x in ids]), lengths
 
 
+def extra_rows(rows: List[dict], repeat: int) -> List[dict]:
+    """ROWS `repeat` times, each time with every contradiction in both orders (so that the
+    mix-wide reversal, which skips pairs already there, cannot leave one order at weight 1)."""
+    sys.path.insert(0, str(HERE))
+    from train_nli import add_reverse_contradictions  # noqa: E402
+
+    if repeat < 1:
+        raise typer.BadParameter(f"--extra-repeat must be at least 1, not {repeat}")
+    if repeat == 1:
+        return list(rows)
+    rows, _ = add_reverse_contradictions(rows)
+    return rows * repeat
+
+
 @app.command()
 def pack(
     output: Path = typer.Option(ROOT / ".device" / "mpnet"),
@@ -123,6 +137,9 @@ def pack(
     score_max_length: int = typer.Option(512),
     extra_train: List[Path] = typer.Option([], help="Further training rows (JSONL) beyond the shipped mix, e.g. "
                                                     "assets/nli/near_miss_train.jsonl (`spacy project run near-miss-pairs`)."),
+    extra_repeat: int = typer.Option(1, help="Times the --extra-train rows (their contradictions in both orders) "
+                                             "go into the mix: a few hundred written documents weigh little among "
+                                             "~130k rows otherwise."),
 ) -> None:
     """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
     sys.path.insert(0, str(HERE))
@@ -135,8 +152,7 @@ def pack(
     train = _rows(nli_dir / "train.jsonl")
     for name in SKILL_FILES:
         train += _rows(nli_dir / f"{name}.jsonl")
-    for path in extra_train:
-        train += _rows(path)
+    train += extra_rows([r for path in extra_train for r in _rows(path)], extra_repeat)
     train = _cap(train, {"snli": big_source_cap, "taxinli": big_source_cap}, seed)
     train, n_rev = add_reverse_contradictions(train)
     cont = _cap(_rows(nli_dir / "containment_train.jsonl"), {"*": containment_rows // 2}, seed)
