@@ -1,4 +1,5 @@
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,19 @@ PARAGRAPH = (
     "Taxes will rise next year, the minister said. Alice: I was at home all evening. "
     "Bob: You were seen at the station. Dogs, cats and birds live in the garden."
 )
+
+
+_NUMBER = re.compile(r"\d+\.\d+")
+
+
+def assert_same_printout(got: str, shown: str) -> None:
+    """GOT prints what SHOWN says: the same text, and each decimal number within one unit of its
+    last printed digit (scores move in the last digit between CPUs with and without native bf16,
+    where the default dtype differs; a rounding flip is one unit)."""
+    assert _NUMBER.sub("#", got) == _NUMBER.sub("#", shown), (got, shown)
+    for g, w in zip(_NUMBER.findall(got), _NUMBER.findall(shown)):
+        unit = 10 ** -len(w.split(".")[1])
+        assert abs(float(g) - float(w)) <= unit + 1e-9, (got, shown)
 
 
 def build_tiny_nli(path: Path, id2label, *, max_positions: int = 64, seed: int = 0) -> Path:

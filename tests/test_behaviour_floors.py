@@ -17,14 +17,16 @@ from spacy_inconsistency.metrics.behaviour import behaviour_metrics
 
 pytestmark = pytest.mark.slow
 
-# Measured (docs/detection.md): matched AUC 0.760, pair AUC 0.796, recall 0.39, false alarms
-# 0.18; negation recall 0.60, pair hits 0.56. The embedded model alone: 0.652, 0.700, 0.20, 0.12.
-MATCHED_AUC_FLOOR = 0.72
-PAIR_AUC_FLOOR = 0.76
-RECALL_FLOOR = 0.33
-FALSE_ALARM_CEILING = 0.24
-NEGATION_RECALL_FLOOR = 0.48
-NEGATION_PAIR_HITS_FLOOR = 0.44
+# Measured (docs/detection.md; the second stage trained with the written near-miss documents,
+# 2026-11-27, fp32): matched AUC 0.842, pair AUC 0.839, recall 0.372, false alarms 0.096; negation
+# recall 0.48, pair hits 0.48. The second stage before them: 0.760, 0.796, 0.39, 0.18. The embedded
+# model alone: 0.652, 0.700, 0.20, 0.12.
+MATCHED_AUC_FLOOR = 0.80
+PAIR_AUC_FLOOR = 0.80
+RECALL_FLOOR = 0.32
+FALSE_ALARM_CEILING = 0.14
+NEGATION_RECALL_FLOOR = 0.40
+NEGATION_PAIR_HITS_FLOOR = 0.40
 
 
 def _evaluate_behaviour_module():

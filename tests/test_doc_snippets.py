@@ -1,7 +1,8 @@
 """Every Python snippet in docs/ runs, and prints what the page says it prints.
 
 A snippet is a ```python block. When the next paragraph starts with "prints",
-the fenced block after it is the expected stdout. A snippet whose first line
+the fenced block after it is the expected stdout (decimal numbers within one unit
+of their last printed digit). A snippet whose first line
 is `# needs: PATH (...)` runs only where PATH exists (e.g. a model trained by
 a project workflow) and is skipped, saying so, elsewhere. The README's
 quickstart is checked by tests/test_readme.py.
@@ -12,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, assert_same_printout
 
 BLOCK_RE = re.compile(r"```python\n(.*?)```\n(?:\s*\nprints[^\n]*:\n\n```\n(.*?)```)?", re.S)
 NEEDS_RE = re.compile(r"#\s*needs:\s*(\S+)")
@@ -43,4 +44,4 @@ def test_snippet_runs(code, expected, tmp_path, monkeypatch):
     with contextlib.redirect_stdout(out):
         exec(compile(code, "snippet", "exec"), {"__name__": "__snippet__"})
     if expected is not None:
-        assert out.getvalue() == expected
+        assert_same_printout(out.getvalue(), expected)

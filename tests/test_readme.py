@@ -3,7 +3,7 @@ import contextlib
 import io
 import re
 
-from conftest import ROOT
+from conftest import ROOT, assert_same_printout
 
 
 def test_readme_quickstart_output_is_true():
@@ -13,7 +13,7 @@ def test_readme_quickstart_output_is_true():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
-    assert out.getvalue() == shown
+    assert_same_printout(out.getvalue(), shown)
 
 
 def test_ci_runs_the_readme_set_up_lines():
