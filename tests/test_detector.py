@@ -23,14 +23,16 @@ CONTRADICTORY = [
 CONSISTENT = [
     "The team won the match on Saturday. The fans celebrated in the streets. The coach thanked the players.",
     "The minister presented the budget. It includes more money for schools. Parliament will vote next week.",
-]
-# Known false alarms of the default detector (its second stage gives "Tickets cost ten euros." /
-# "Children enter for free." P(contradiction) 0.99 both ways, pair score 0.65, and the dog pair
-# 0.55, against the floor threshold of 0.3 for 3 pairs; see docs/detection.md): kept here,
-# strict, so that a model that fixes them is noticed.
-KNOWN_FALSE_ALARMS = [
+    # False alarms of the second stage before 2026-11-27 (pair scores 0.65 and 0.55 over a threshold of
+    # 0.3); the current one scores them 0.35 and 0.41 under its 0.58 for 3 pairs.
     "The museum opens at nine. Tickets cost ten euros. Children enter for free.",
     "A dog is running in the park. The dog is brown. Its owner is watching from a bench.",
+]
+# Known false alarms of the default detector (README: a change over the day read as a contradiction,
+# 0.79 against the threshold of 0.58 for 3 pairs): kept here, strict, so that a model that fixes
+# them is noticed.
+KNOWN_FALSE_ALARMS = [
+    "It rained in the morning. By the afternoon the sun came out. The evening was dry and warm.",
 ]
 
 
