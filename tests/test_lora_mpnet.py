@@ -306,7 +306,8 @@ def test_extra_rows_weigh_each_contradiction_the_same_in_both_orders():
             "label": "contradiction", "source": "near_miss_gold"}
     control = {"premise": "the van was sold in 2019 .", "hypothesis": "the shop owns no van now .",
                "label": "not_contradiction", "source": "near_miss_control"}
-    assert lm.extra_rows([gold, control], 1) == [gold, control]  # the mix-wide reversal adds the other order
+    reversed_gold = {**gold, "premise": gold["hypothesis"], "hypothesis": gold["premise"]}
+    assert lm.extra_rows([gold, control], 1) == [gold, control, reversed_gold]
     rows = lm.extra_rows([gold, control], 3)
     counts = Counter((r["premise"], r["hypothesis"]) for r in rows)
     assert counts == {(gold["premise"], gold["hypothesis"]): 3, (gold["hypothesis"], gold["premise"]): 3,

@@ -114,8 +114,6 @@ def extra_rows(rows: List[dict], repeat: int) -> List[dict]:
 
     if repeat < 1:
         raise typer.BadParameter(f"--extra-repeat must be at least 1, not {repeat}")
-    if repeat == 1:
-        return list(rows)
     rows, _ = add_reverse_contradictions(rows)
     return rows * repeat
 
