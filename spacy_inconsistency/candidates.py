@@ -261,6 +261,11 @@ def make_lexical_strategy(
     return LexicalOverlap(k=k, min_shared=min_shared, max_df=max_df)
 
 
+def unit_terms(units: Sequence[Span]) -> List[List[str]]:
+    """The content words of each unit (lemmas where the Doc has them), as `LexicalOverlap` reads them."""
+    return [_content_terms(u, use_lemma) for u, use_lemma in zip(units, doc_has_annotation(units, "LEMMA"))]
+
+
 class LexicalOverlap:
     """Pairs of units sharing rare content words (see `make_lexical_strategy`)."""
 
@@ -275,8 +280,7 @@ class LexicalOverlap:
     def scored(self, units: Sequence[Span]) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The pairs and their tf-idf cosine similarity, pairs sorted by (i, j)."""
         n = len(units)
-        terms = [_content_terms(u, use_lemma) for u, use_lemma in zip(units, doc_has_annotation(units, "LEMMA"))]
-        index = TermIndex(terms, max_df=self.max_df)
+        index = TermIndex(unit_terms(units), max_df=self.max_df)
         pairs, sims = index.partners(0, n, k=self.k, min_shared=self.min_shared)
         keys = pairs[:, 0] * n + pairs[:, 1]
         keys, first = numpy.unique(keys, return_index=True)

@@ -133,19 +133,29 @@ class DocumentThreshold:
     cdf (List[float]): F(s) at s = 0, 1/(len-1), ..., 1, non-decreasing.
     alpha (float): The chance of flagging a consistent document, any length.
     floor (float): The lowest threshold, for documents of very few pairs.
+    max_pairs (Optional[int]): Count at most this many pairs (None: no cap). A
+        cascade's second stage reads only the first model's top pairs: its
+        threshold is fitted on the scores of those (`cdf`) with k capped where the
+        measured false alarms of long documents allow (`calibrate_cascade.py`).
     """
 
-    def __init__(self, cdf: Sequence[float], *, alpha: float, floor: float):
+    def __init__(self, cdf: Sequence[float], *, alpha: float, floor: float, max_pairs: Optional[int] = None):
         self.cdf = numpy.maximum.accumulate(numpy.asarray(cdf, dtype=numpy.float64))
         if len(self.cdf) < 2 or not 0.0 < alpha < 1.0 or not 0.0 <= floor <= 1.0:
             raise ValueError(Errors.E006.format(name="document threshold", expected="a CDF of 2+ points, 0 < alpha < 1, 0 <= floor <= 1", value=(len(self.cdf), alpha, floor)))
         self.grid = numpy.linspace(0.0, 1.0, len(self.cdf))
+        if max_pairs is not None and int(max_pairs) < 1:
+            raise ValueError(Errors.E006.format(name="document threshold", expected="max_pairs >= 1 or None", value=max_pairs))
         self.alpha = float(alpha)
         self.floor = float(floor)
+        self.max_pairs = None if max_pairs is None else int(max_pairs)
 
     def __call__(self, n_pairs: int) -> float:
         """The threshold for a Doc with `n_pairs` compared pairs."""
-        target = (1.0 - self.alpha) ** (1.0 / max(int(n_pairs), 1))
+        k = max(int(n_pairs), 1)
+        if self.max_pairs is not None:
+            k = min(k, self.max_pairs)
+        target = (1.0 - self.alpha) ** (1.0 / k)
         # Beyond what the measured distribution can tell (more pairs than it has
         # scores), the threshold stays at the first score above every one measured.
         target = min(target, float(self.cdf[-1]))
@@ -153,11 +163,14 @@ class DocumentThreshold:
         return max(self.floor, float(self.grid[i]))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"cdf": [round(float(x), 7) for x in self.cdf], "alpha": self.alpha, "floor": self.floor}
+        data = {"cdf": [round(float(x), 7) for x in self.cdf], "alpha": self.alpha, "floor": self.floor}
+        if self.max_pairs is not None:
+            data["max_pairs"] = self.max_pairs
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "DocumentThreshold":
-        return cls(data["cdf"], alpha=data["alpha"], floor=data["floor"])
+        return cls(data["cdf"], alpha=data["alpha"], floor=data["floor"], max_pairs=data.get("max_pairs"))
 
 
 class PairScoreModel:
@@ -185,11 +198,24 @@ class PairScoreModel:
         self.document_thresholds = dict(document_thresholds or {})
         self.info = info or {}
 
-    def document_threshold(self, n_pairs: int, *, alignment: bool = True) -> float:
+    def document_threshold(self, n_pairs: int, *, alignment: bool = True,
+                           cascade: Optional[Dict[str, Any]] = None) -> float:
         """The threshold of a Doc with `n_pairs` compared pairs (`threshold` without a
-        fitted document threshold)."""
-        rule = self.document_thresholds.get("full" if alignment else "nli_only")
+        fitted document threshold). `cascade`: this model re-scores a first model's top
+        pairs, chosen by these settings (`rescore_top_k`, ...); its `"cascade"` rule,
+        fitted on what such a cascade reads, applies when it was fitted for them."""
+        rule = None
+        if cascade is not None and alignment and self.cascade_settings == dict(cascade):
+            rule = self.document_thresholds.get("cascade")
+        rule = rule or self.document_thresholds.get("full" if alignment else "nli_only")
         return rule(n_pairs) if rule is not None else self.threshold
+
+    @property
+    def cascade_settings(self) -> Optional[Dict[str, Any]]:
+        """The settings of the cascade the `"cascade"` threshold was fitted for."""
+        if "cascade" not in self.document_thresholds:
+            return None
+        return (self.info.get("cascade_threshold") or {}).get("cascade")
 
     def __call__(
         self, forward: numpy.ndarray, backward: numpy.ndarray, alignment: Optional[numpy.ndarray] = None

@@ -47,6 +47,8 @@ class PairScores:
     forward (numpy.ndarray): P(contradiction) with unit i as premise.
     backward (numpy.ndarray): P(contradiction) with unit j as premise.
     score (numpy.ndarray): The pair score (the two directions combined).
+    rescored (Optional[numpy.ndarray]): In a cascade, the indices of the pairs the
+        second stage read (the others score 0); None otherwise.
     """
 
     units: List[Span]
@@ -54,6 +56,7 @@ class PairScores:
     forward: numpy.ndarray
     backward: numpy.ndarray
     score: numpy.ndarray
+    rescored: Optional[numpy.ndarray] = None
 
     @property
     def max_score(self) -> float:

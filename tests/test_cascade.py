@@ -4,6 +4,7 @@ import pytest
 import spacy
 
 from conftest import PARAGRAPH, build_tiny_nli, write_min_pair_scorer
+from spacy_inconsistency import defaults
 
 BACKEND = "spacy-inconsistency.NLIBackend.v1"
 RESCORER_THRESHOLD = 0.42
@@ -25,6 +26,8 @@ def detector(model: str, rescorer=None, **settings):
     config = {"model": {"@misc": BACKEND, "model": model, "dtype": "float32"}, "alignment": False, **settings}
     if rescorer is not None:
         config["rescorer"] = {"@misc": BACKEND, "model": rescorer, "dtype": "float32"}
+        # These tests are about the first model's top pairs; the similar pairs have their own.
+        config.setdefault("rescore_similar_k", 0)
     return nlp, nlp.add_pipe("inconsistency_detector", config=config)
 
 
@@ -63,6 +66,76 @@ def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
     assert pipe.pairwise.threshold_for(len(cascade.pairs)) == threshold
     assert len(doc._.contradictions) == int((cascade.score >= threshold).sum()) <= 4
     assert doc._.inconsistency_score == pytest.approx(float(cascade.score.max()))
+
+
+def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_nli, tmp_path):
+    from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
+
+    path = tmp_path / "rescorer"
+    build_tiny_nli(path, {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=1)
+    uniform = numpy.linspace(0, 1, 1001).tolist()
+    every_pair = DocumentThreshold(uniform, alpha=0.3, floor=0.0)
+    cascade = DocumentThreshold(uniform, alpha=0.3, floor=0.0, max_pairs=2)
+    base = PairScoreModel.from_disk(write_min_pair_scorer(tmp_path / "min.json"))
+    PairScoreModel(base.full, base.nli_only, threshold=0.5,
+                   document_thresholds={"full": every_pair, "nli_only": every_pair, "cascade": cascade},
+                   info={"cascade_threshold": {"cascade": {"rescore_top_k": 4, "rescore_similar_k": 0}}},
+                   ).to_disk(path / "pair_scorer.json")
+    n = 6
+    assert cascade(n) == every_pair(2) < every_pair(n)
+    _, fitted_for = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True)
+    assert fitted_for.pairwise.threshold_for(n) == cascade(n)
+    # Another top k or similar k, no alignment (the NLI-only score), or no rescorer: the rule for every pair.
+    _, other_k = detector(tiny_nli, str(path), rescore_top_k=3, alignment=True)
+    assert other_k.pairwise.threshold_for(n) == every_pair(n)
+    _, other_similar = detector(tiny_nli, str(path), rescore_top_k=4, rescore_similar_k=2, alignment=True)
+    assert other_similar.pairwise.threshold_for(n) == every_pair(n)
+    _, nli_only = detector(tiny_nli, str(path), rescore_top_k=4)
+    assert nli_only.pairwise.threshold_for(n) == every_pair(n)
+    _, alone = detector(str(path), alignment=True)
+    assert alone.pairwise.threshold_for(n) == every_pair(n)
+
+
+def test_similar_pairs_are_the_most_alike_outside_the_top_and_share_a_word():
+    from spacy_inconsistency.candidates import all_pairs
+    from spacy_inconsistency.components.pairwise import similar_pairs
+    from spacy_inconsistency.segment import Segmenter
+
+    text = ("The orchard holds 1,200 apple trees. The harvest starts in September. Rain fell in May. "
+            "The village hall was repainted. Pickers come from three villages. "
+            "Her priority is the orchard's 850 apple trees.")
+    doc = Segmenter()(spacy.blank("en").make_doc(text))
+    units = list(doc.spans["inconsistency_units"])
+    pairs = all_pairs(len(units))
+    assert len(units) == 6 and len(pairs) == 15
+    apple = int(numpy.flatnonzero((pairs[:, 0] == 0) & (pairs[:, 1] == 5))[0])
+    villages = int(numpy.flatnonzero((pairs[:, 0] == 3) & (pairs[:, 1] == 4))[0])
+    none = numpy.zeros(0, dtype=numpy.int64)
+    # "orchard", "apple", "trees" in units 0 and 5: the most alike pair; nothing else shares a content word
+    # but "village(s)" (no lemmas on a blank pipeline: "village" and "villages" differ).
+    assert similar_pairs(units, pairs, none, 3).tolist() == [apple]
+    assert similar_pairs(units, pairs, numpy.array([apple]), 3).tolist() == []
+    assert similar_pairs(units, pairs, none, 0).tolist() == []
+    assert villages not in similar_pairs(units, pairs, none, 15).tolist()
+
+
+def test_cascade_also_reads_the_similar_pairs(tiny_nli, rescorer_dir):
+    from spacy_inconsistency.components.pairwise import similar_pairs
+
+    first = scores(*detector(tiny_nli), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir), PARAGRAPH)
+    cascade = scores(*detector(tiny_nli, rescorer_dir, rescore_top_k=2, rescore_similar_k=3, reverse_top_k=None,
+                               rescore_reverse_top_k=None), PARAGRAPH)
+    top = numpy.argsort(-first.score, kind="stable")[:2]
+    extra = similar_pairs(first.units, first.pairs, top, 3)
+    # The paragraph's alike pairs ("committee"/"budget", "minister"/"taxes", "playing") lie outside the top 2.
+    assert len(extra) == 3 and not set(extra.tolist()) & set(top.tolist())
+    assert sorted(cascade.rescored.tolist()) == sorted(top.tolist() + extra.tolist())
+    want = numpy.zeros_like(alone.score)
+    want[cascade.rescored] = alone.score[cascade.rescored]
+    assert numpy.allclose(cascade.score, want, atol=1e-5)
+    with pytest.raises(ValueError, match="rescore_similar_k"):
+        detector(tiny_nli, rescorer_dir, rescore_similar_k=-1)
 
 
 @pytest.mark.parametrize("rule", ["min", "max"])
@@ -268,9 +341,9 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
                                       "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "3", "--no-progress"])
     assert result.exit_code == 0, result.output
     row = json.loads(out.read_text(encoding="utf8"))
-    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True)
+    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True, rescore_similar_k=defaults.RESCORE_SIMILAR_K)
     assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
-    assert len(row["inconsistencies"]) <= 3
+    assert len(row["inconsistencies"]) <= 3 + defaults.RESCORE_SIMILAR_K
 
 
 def test_cascade_with_alignment_reuses_the_first_stage_facts(tiny_nli, tmp_path, monkeypatch):

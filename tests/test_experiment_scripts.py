@@ -1,6 +1,8 @@
 """Measurement scripts of docs/detection.md, docs/speed.md and docs/scale.md on small inputs."""
 import importlib.util
 
+import pytest
+
 from conftest import ROOT
 from spacy_inconsistency.alignment import load_parser
 
@@ -299,3 +301,50 @@ def test_simplify_keeps_the_main_statement():
     for text, expected in cases.items():
         assert probe.simplify(parser(text)) == expected
     assert probe.win_rate(numpy.array([0.9, 0.2, 0.5]), numpy.array([0.1, 0.3, 0.5])) == 0.5  # win, loss, tie
+
+
+def test_calibrate_cascade_fit_keeps_both_caps_and_writes_the_rule(tmp_path):
+    import json
+
+    import numpy
+
+    from conftest import write_min_pair_scorer
+    from spacy_inconsistency.pair_score import PairScoreModel
+
+    calibrate = _load("calibrate_cascade", ROOT / "scripts" / "nli" / "calibrate_cascade.py")
+    rng = numpy.random.default_rng(0)
+    cascade = {"rescore_top_k": 8, "rescore_similar_k": 4}
+    rows = [{"set": "news", "id": f"n{i}", "side": "consistent", "pairs": 100, "cascade": cascade,
+             "read_scores": sorted(rng.uniform(0, 0.6, 12).round(6).tolist(), reverse=True), "gold_pair_score": None}
+            for i in range(100)]
+    for i in range(50):
+        gold = float(rng.uniform(0.5, 1.0))
+        rows.append({"set": "dev", "id": f"d{i}", "side": "contradiction", "pairs": 10, "cascade": cascade,
+                     "read_scores": [round(gold, 6), 0.1], "gold_pair_score": gold})
+        rows.append({"set": "dev", "id": f"d{i}", "side": "control", "pairs": 10, "cascade": cascade,
+                     "read_scores": [round(float(rng.uniform(0.0, 0.5)), 6), 0.05], "gold_pair_score": 0.01})
+    details = tmp_path / "details.jsonl"
+    details.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf8")
+    path = write_min_pair_scorer(tmp_path / "pair_scorer.json")
+    calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.03, max_dev_false_alarms=0.10, floor=0.3,
+                  caps=[8, 64], dry_run=False)
+    scorer = PairScoreModel.from_disk(path)
+    chosen = scorer.info["cascade_threshold"]["chosen"]
+    assert scorer.cascade_settings == cascade
+    rule = scorer.document_thresholds["cascade"]
+    news_flagged = numpy.mean([max(r["read_scores"]) >= rule(r["pairs"]) for r in rows if r["set"] == "news"])
+    controls = [r for r in rows if r["side"] == "control"]
+    dev_fa = numpy.mean([max(r["read_scores"]) >= rule(r["pairs"]) for r in controls])
+    assert news_flagged <= 0.03 and dev_fa <= 0.10
+    assert chosen["news_flagged"] == pytest.approx(news_flagged) and chosen["dev_false_alarms"] == pytest.approx(dev_fa)
+    # the rule applies only to the cascade it was fitted for
+    assert scorer.document_threshold(10, cascade=cascade) == rule(10)
+    assert scorer.document_threshold(10, cascade={**cascade, "rescore_similar_k": 0}) == scorer.document_threshold(10)
+    # no rule can keep the caps: an error, nothing written
+    import typer
+
+    before = path.read_text(encoding="utf8")
+    with pytest.raises(typer.Exit):
+        calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.0, max_dev_false_alarms=-1.0, floor=0.3,
+                      caps=[8], dry_run=False)
+    assert path.read_text(encoding="utf8") == before

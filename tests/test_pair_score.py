@@ -184,6 +184,13 @@ def test_document_threshold_grows_with_the_number_of_pairs():
     assert DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.1, floor=0.95)(1) == 0.95
     # The smallest grid score at which a consistent document of k pairs stays under it with chance 1 - alpha.
     assert rule(30) ** 30 >= 0.9 > (rule(30) - 0.001) ** 30
+    # A cap on the pairs counted: from max_pairs on, the threshold stays; round trip keeps it.
+    capped_k = DocumentThreshold(numpy.linspace(0, 1, 1001).tolist(), alpha=0.1, floor=0.0, max_pairs=8)
+    assert capped_k(3) == rule(3) and capped_k(8) == capped_k(100) == rule(8) < rule(100)
+    assert DocumentThreshold.from_dict(capped_k.to_dict())(100) == rule(8)
+    assert "max_pairs" not in rule.to_dict() and DocumentThreshold.from_dict(rule.to_dict())(100) == rule(100)
+    with pytest.raises(ValueError, match="E006"):
+        DocumentThreshold([0.0, 1.0], alpha=0.1, floor=0.0, max_pairs=0)
     with pytest.raises(ValueError, match="E006"):
         DocumentThreshold([0.5], alpha=0.1, floor=0.0)
     with pytest.raises(ValueError, match="E006"):

@@ -69,13 +69,41 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "alignment": defaults.ALIGNMENT,
     "pair_scorer": None,
     "rescore_top_k": defaults.RESCORE_TOP_K,
+    "rescore_similar_k": defaults.RESCORE_SIMILAR_K,
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
     "reverse_top_k": defaults.REVERSE_TOP_K,
     "rescore_reverse_top_k": defaults.RESCORE_REVERSE_TOP_K,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k", "first_stage_directions", "reverse_top_k", "rescore_reverse_top_k")
+            "rescore_top_k", "rescore_similar_k", "first_stage_directions", "reverse_top_k", "rescore_reverse_top_k")
+
+
+# The settings that decide which pairs a cascade's second stage reads: its fitted document
+# threshold applies only to the cascade it was fitted for (`PairScoreModel.document_threshold`).
+CASCADE_KEYS = ("rescore_top_k", "rescore_similar_k")
+
+
+def similar_pairs(units: Sequence[Span], pairs: numpy.ndarray, top: numpy.ndarray, k: int) -> numpy.ndarray:
+    """Indices into `pairs` of the `k` pairs outside `top` whose units are most alike: the
+    tf-idf cosine of their content words within the Doc (`candidates.TermIndex`); pairs that
+    share no such word are never chosen. Ties keep the earlier pair.
+
+    units (Sequence[Span]): The Doc's units.
+    pairs (numpy.ndarray): int, shape (n, 2), indices into `units`.
+    top (numpy.ndarray): Indices into `pairs` already chosen.
+    k (int): How many more at most.
+    RETURNS (numpy.ndarray): int64 indices, most alike first.
+    """
+    if k < 1 or len(pairs) <= len(top):
+        return numpy.zeros(0, dtype=numpy.int64)
+    index = _candidates.TermIndex(_candidates.unit_terms(units), max_df=1.0)
+    if index.X is None:
+        return numpy.zeros(0, dtype=numpy.int64)
+    sims = numpy.asarray(index.X[pairs[:, 0]].multiply(index.X[pairs[:, 1]]).sum(axis=1)).ravel()
+    sims[top] = 0.0
+    order = numpy.argsort(-sims, kind="stable")[:k]
+    return order[sims[order] > 0].astype(numpy.int64)
 
 
 def second_stage_dtype(dtype: str, device: Any) -> str:
@@ -195,6 +223,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         pairs score 0. A pair is then flagged when the rescorer alone would
         flag it and the first model ranks it among the Doc's top k.
     rescore_top_k (int): Pairs per Doc the rescorer sees.
+    rescore_similar_k (int): Further pairs per Doc the rescorer sees: of the
+        pairs outside the first model's top `rescore_top_k`, those whose units
+        share the most rare content words (tf-idf cosine within the Doc), so
+        that a contradiction the first model misses in a long Doc can still
+        reach the rescorer. 0: none.
     first_stage_directions (int): With a rescorer, the directions the first
         model scores each pair in: 1 (the earlier unit as premise; the first
         stage only ranks the pairs, its score reads that direction as both,
@@ -233,6 +266,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
+        rescore_similar_k: int = DEFAULT_SETTINGS["rescore_similar_k"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
@@ -240,6 +274,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
+        if isinstance(rescore_similar_k, bool) or not isinstance(rescore_similar_k, int) or rescore_similar_k < 0:
+            raise ValueError(Errors.E006.format(name="rescore_similar_k", expected="0 or more", value=rescore_similar_k))
         for setting, value in (("reverse_top_k", reverse_top_k), ("rescore_reverse_top_k", rescore_reverse_top_k)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(Errors.E006.format(name=setting, expected="at least 1 or null", value=value))
@@ -282,6 +318,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "alignment": alignment,
             "pair_scorer": pair_scorer,
             "rescore_top_k": rescore_top_k,
+            "rescore_similar_k": rescore_similar_k,
             "first_stage_directions": first_stage_directions,
             "reverse_top_k": reverse_top_k,
             "rescore_reverse_top_k": rescore_reverse_top_k,
@@ -471,6 +508,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         texts = []
         for scores, facts in zip(first, doc_facts):
             top = numpy.argsort(-scores.score, kind="stable")[:k]
+            top = numpy.concatenate([top, similar_pairs(scores.units, scores.pairs, top, self.cfg["rescore_similar_k"])])
             pairs = scores.pairs[top]
             if facts is None and learned and self.cfg["alignment"] and len(top):
                 facts = unit_alignment(scores.units, pairs)
@@ -515,7 +553,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             score[top] = rescored(doc)
             fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
             fwd[top], bwd[top] = doc.forward[:, 2], doc.backward[:, 2]
-            out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score))
+            out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score, rescored=top))
         return out
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
@@ -540,9 +578,12 @@ class ContradictionDetector(CfgSerializable, Pipe):
         given; else the learned score's document threshold, which grows with the
         number of pairs (see `pair_score.DocumentThreshold`); else 0.5."""
         if self.cfg["threshold"] is None and self._rescorer_pair_scorer is not None:
-            # The rescorer's threshold for all compared pairs: the cascade flags what the
-            # rescorer alone would flag, among the first model's top pairs.
-            return self._rescorer_pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
+            # The rescorer's threshold as a cascade: fitted on the scores of the pairs a
+            # cascade reads (the first model's top ones) where the pair score has that rule,
+            # else the rule for the rescorer reading every compared pair.
+            return self._rescorer_pair_scorer.document_threshold(
+                n_pairs, alignment=bool(self.cfg["alignment"]),
+                cascade={key: self.cfg[key] for key in CASCADE_KEYS})
         if self.cfg["threshold"] is None and self._pair_scorer is not None:
             return self._pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
         return self.threshold
@@ -597,6 +638,7 @@ def make_contradiction_detector(
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
+    rescore_similar_k: int,
     first_stage_directions: int,
     reverse_top_k: Optional[int],
     rescore_reverse_top_k: Optional[int],
@@ -610,6 +652,7 @@ def make_contradiction_detector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
-        rescorer=rescorer, rescore_top_k=rescore_top_k, first_stage_directions=first_stage_directions,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
+        first_stage_directions=first_stage_directions,
         reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )
