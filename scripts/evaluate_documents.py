@@ -51,6 +51,7 @@ def main(
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
     rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
+    rescore_similar_k: int = typer.Option(0, help="Further pairs per document the --rescorer sees: the most alike of the others (the detector's `rescore_similar_k`)."),
     first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
     reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
     rescore_reverse_top_k: str = typer.Option("4", help="Of the --rescore-top-k pairs, those whose reverse order the --rescorer reads (those its text order ranks highest, and any it would flag); 'all': every one."),
@@ -78,7 +79,8 @@ def main(
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
     config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
-              "rescore_top_k": rescore_top_k, "first_stage_directions": first_stage_directions,
+              "rescore_top_k": rescore_top_k, "rescore_similar_k": rescore_similar_k,
+              "first_stage_directions": first_stage_directions,
               "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k),
               "rescore_reverse_top_k": None if rescore_reverse_top_k == "all" else int(rescore_reverse_top_k)}
     detector = nlp.add_pipe("contradiction_detector", config=config)
@@ -90,6 +92,7 @@ def main(
             scores.extend(detector.predict(docs[start:start + 4]))
             bar.update(len(docs[start:start + 4]))
     results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
+               "rescore_similar_k": rescore_similar_k if rescorer else None,
                "first_stage_directions": first_stage_directions if rescorer else 2,
                "reverse_top_k": config["reverse_top_k"] if rescorer and first_stage_directions == 2 else None,
                "rescore_reverse_top_k": config["rescore_reverse_top_k"] if rescorer else None,
