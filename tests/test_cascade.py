@@ -83,16 +83,20 @@ def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_
                    ).to_disk(path / "pair_scorer.json")
     n = 6
     assert cascade(n) == every_pair(2) < every_pair(n)
-    _, fitted_for = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True)
+    _, fitted_for = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True, cascade_threshold=True)
     assert fitted_for.pairwise.threshold_for(n) == cascade(n)
+    # not asked for (the default): the rule for every pair
+    _, default = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True)
+    assert default.pairwise.threshold_for(n) == every_pair(n)
     # Another top k or similar k, no alignment (the NLI-only score), or no rescorer: the rule for every pair.
-    _, other_k = detector(tiny_nli, str(path), rescore_top_k=3, alignment=True)
+    _, other_k = detector(tiny_nli, str(path), rescore_top_k=3, alignment=True, cascade_threshold=True)
     assert other_k.pairwise.threshold_for(n) == every_pair(n)
-    _, other_similar = detector(tiny_nli, str(path), rescore_top_k=4, rescore_similar_k=2, alignment=True)
+    _, other_similar = detector(tiny_nli, str(path), rescore_top_k=4, rescore_similar_k=2, alignment=True,
+                               cascade_threshold=True)
     assert other_similar.pairwise.threshold_for(n) == every_pair(n)
-    _, nli_only = detector(tiny_nli, str(path), rescore_top_k=4)
+    _, nli_only = detector(tiny_nli, str(path), rescore_top_k=4, cascade_threshold=True)
     assert nli_only.pairwise.threshold_for(n) == every_pair(n)
-    _, alone = detector(str(path), alignment=True)
+    _, alone = detector(str(path), alignment=True, cascade_threshold=True)
     assert alone.pairwise.threshold_for(n) == every_pair(n)
 
 

@@ -50,7 +50,7 @@ class InconsistencyDetector(Pipe):
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
-        pair_scorer, candidates, rescorer, rescore_top_k, rescore_similar_k, first_stage_directions,
+        pair_scorer, candidates, rescorer, rescore_top_k, rescore_similar_k, cascade_threshold, first_stage_directions,
         reverse_top_k, rescore_reverse_top_k: as for
         `contradiction_detector`
         (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
@@ -76,6 +76,7 @@ class InconsistencyDetector(Pipe):
         rescorer: Optional[Union[NLIBackend, PairedRescorer]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         rescore_similar_k: int = DEFAULT_SETTINGS["rescore_similar_k"],
+        cascade_threshold: bool = DEFAULT_SETTINGS["cascade_threshold"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
@@ -89,6 +90,7 @@ class InconsistencyDetector(Pipe):
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
             aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
             candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
+            cascade_threshold=cascade_threshold,
             first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
             rescore_reverse_top_k=rescore_reverse_top_k,
         )
@@ -197,6 +199,7 @@ def make_inconsistency_detector(
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
     rescore_similar_k: int,
+    cascade_threshold: bool,
     first_stage_directions: int,
     reverse_top_k: Optional[int],
     rescore_reverse_top_k: Optional[int],
@@ -211,6 +214,6 @@ def make_inconsistency_detector(
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
         rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-        first_stage_directions=first_stage_directions,
+        cascade_threshold=cascade_threshold, first_stage_directions=first_stage_directions,
         reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )

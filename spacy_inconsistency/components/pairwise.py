@@ -70,13 +70,15 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "pair_scorer": None,
     "rescore_top_k": defaults.RESCORE_TOP_K,
     "rescore_similar_k": defaults.RESCORE_SIMILAR_K,
+    "cascade_threshold": defaults.CASCADE_THRESHOLD,
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
     "reverse_top_k": defaults.REVERSE_TOP_K,
     "rescore_reverse_top_k": defaults.RESCORE_REVERSE_TOP_K,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k", "rescore_similar_k", "first_stage_directions", "reverse_top_k", "rescore_reverse_top_k")
+            "rescore_top_k", "rescore_similar_k", "cascade_threshold", "first_stage_directions", "reverse_top_k",
+            "rescore_reverse_top_k")
 
 
 # The settings that decide which pairs a cascade's second stage reads: its fitted document
@@ -228,6 +230,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         share the most rare content words (tf-idf cosine within the Doc), so
         that a contradiction the first model misses in a long Doc can still
         reach the rescorer. 0: none.
+    cascade_threshold (bool): With a rescorer's learned score, use its
+        `"cascade"` document threshold, fitted on what a cascade of these
+        `rescore_top_k` and `rescore_similar_k` reads (a lower, recall-oriented
+        rule), where it has one; False: the rule fitted as if the rescorer read
+        every compared pair.
     first_stage_directions (int): With a rescorer, the directions the first
         model scores each pair in: 1 (the earlier unit as premise; the first
         stage only ranks the pairs, its score reads that direction as both,
@@ -267,6 +274,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
         rescore_similar_k: int = DEFAULT_SETTINGS["rescore_similar_k"],
+        cascade_threshold: bool = DEFAULT_SETTINGS["cascade_threshold"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
@@ -319,6 +327,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "pair_scorer": pair_scorer,
             "rescore_top_k": rescore_top_k,
             "rescore_similar_k": rescore_similar_k,
+            "cascade_threshold": bool(cascade_threshold),
             "first_stage_directions": first_stage_directions,
             "reverse_top_k": reverse_top_k,
             "rescore_reverse_top_k": rescore_reverse_top_k,
@@ -578,12 +587,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         given; else the learned score's document threshold, which grows with the
         number of pairs (see `pair_score.DocumentThreshold`); else 0.5."""
         if self.cfg["threshold"] is None and self._rescorer_pair_scorer is not None:
-            # The rescorer's threshold as a cascade: fitted on the scores of the pairs a
-            # cascade reads (the first model's top ones) where the pair score has that rule,
-            # else the rule for the rescorer reading every compared pair.
-            return self._rescorer_pair_scorer.document_threshold(
-                n_pairs, alignment=bool(self.cfg["alignment"]),
-                cascade={key: self.cfg[key] for key in CASCADE_KEYS})
+            # The rescorer's threshold for every compared pair, or (`cascade_threshold`) the one
+            # fitted on what this cascade reads, where its pair score has one.
+            cascade = {key: self.cfg[key] for key in CASCADE_KEYS} if self.cfg["cascade_threshold"] else None
+            return self._rescorer_pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]),
+                                                                 cascade=cascade)
         if self.cfg["threshold"] is None and self._pair_scorer is not None:
             return self._pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
         return self.threshold
@@ -639,6 +647,7 @@ def make_contradiction_detector(
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
     rescore_similar_k: int,
+    cascade_threshold: bool,
     first_stage_directions: int,
     reverse_top_k: Optional[int],
     rescore_reverse_top_k: Optional[int],
@@ -653,6 +662,6 @@ def make_contradiction_detector(
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
         rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-        first_stage_directions=first_stage_directions,
+        cascade_threshold=cascade_threshold, first_stage_directions=first_stage_directions,
         reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )
