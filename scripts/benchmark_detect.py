@@ -20,10 +20,12 @@ import typer
 
 SECOND_FP32 = {"@misc": "spacy-inconsistency.NLIBackend.v1", "model": "mpnet-lora", "device": "cpu", "dtype": "float32"}
 SETTINGS: Dict[str, Dict[str, Any]] = {
-    # The default: the embedded model, its 8 highest pairs per document re-scored by mpnet-lora
-    # (dtype "auto": on CPUs with native bf16 the first model in bf16, the second "mixed"; else
-    # both float32).
+    # The default: the embedded model, its 8 highest pairs per document and the 4 most alike others
+    # re-scored by mpnet-lora (dtype "auto": on CPUs with native bf16 the first model in bf16, the
+    # second "mixed"; else both float32).
     "default": {},
+    # The default until 2026-11-27 (night): no similar pairs, the first model's 8 highest only.
+    "no-similar": {"rescore_similar_k": 0},
     # The default until 2026-11-25: the second stage in float32, the first model on both orders of every pair.
     "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32, "reverse_top_k": None,
                "rescore_reverse_top_k": None},
