@@ -22,6 +22,8 @@ from typing import List
 import numpy
 import typer
 
+from spacy_inconsistency import defaults
+
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 AGGREGATION_NAMES = ("learned", "min", "mean", "max")
 THRESHOLDS = (0.5, 0.7, 0.9)
@@ -50,8 +52,8 @@ def main(
     data_dir: List[Path] = typer.Option([DEFAULT_DATA], help="Data folders, searched in order (repeatable)."),
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
-    rescore_top_k: int = typer.Option(8, help="Pairs per document the --rescorer sees."),
-    rescore_similar_k: int = typer.Option(0, help="Further pairs per document the --rescorer sees: the most alike of the others (the detector's `rescore_similar_k`)."),
+    rescore_top_k: int = typer.Option(defaults.RESCORE_TOP_K, help="Pairs per document the --rescorer sees."),
+    rescore_similar_k: int = typer.Option(defaults.RESCORE_SIMILAR_K, help="Further pairs per document the --rescorer sees: the most alike of the others (the detector's `rescore_similar_k`)."),
     first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
     reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
     rescore_reverse_top_k: str = typer.Option("4", help="Of the --rescore-top-k pairs, those whose reverse order the --rescorer reads (those its text order ranks highest, and any it would flag); 'all': every one."),

@@ -119,10 +119,6 @@ def _project_path(path: Path) -> str:
     return str(path.relative_to(ROOT)) if ROOT in path.parents else str(path)
 
 
-def _flagged(doc_max: numpy.ndarray, doc_pairs: numpy.ndarray, rule) -> numpy.ndarray:
-    return numpy.array([m >= rule(k) for m, k in zip(doc_max, doc_pairs)], dtype=bool)
-
-
 @app.command()
 def fit(
     details: Path = typer.Option(..., help="`collect`'s output."),
@@ -134,7 +130,7 @@ def fit(
     caps: List[int] = typer.Option([8, 16, 32, 64, 128, 256, 512, 2000], "--cap", help="Candidate caps on k."),
     dry_run: bool = typer.Option(False, help="Print the table, write nothing."),
 ) -> None:
-    from fit_pair_scorer import null_cdf
+    from fit_pair_scorer import flagged, null_cdf
 
     from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
 
@@ -160,11 +156,11 @@ def fit(
     for cap in caps:
         for alpha in numpy.round(numpy.arange(0.01, 0.301, 0.01), 2):
             rule = DocumentThreshold(cdf, alpha=float(alpha), floor=floor, max_pairs=cap)
-            dev_flag = _flagged(dev_max, dev_k, rule)
+            dev_flag = flagged(dev_max, dev_k, rule)
             row = {"cap": cap, "alpha": float(alpha), "dev_recall": float(dev_flag[positive].mean()),
                    "dev_pair_hits": float((dev_flag & dev_hit)[positive].mean()),
                    "dev_false_alarms": float(dev_flag[~positive].mean()),
-                   "news_flagged": float(_flagged(news_max, news_k, rule).mean()),
+                   "news_flagged": float(flagged(news_max, news_k, rule).mean()),
                    "threshold_by_pairs": {k: rule(k) for k in (3, 10, 30, 100, 1000)}}
             table.append(row)
             if row["dev_false_alarms"] <= max_dev_false_alarms and row["news_flagged"] <= max_news_alarms:

@@ -60,6 +60,7 @@ def main(
     from sklearn.metrics import roc_auc_score
 
     from spacy_inconsistency.alignment import FEATURE_NAMES
+    from spacy_inconsistency.metrics.behaviour import matched_auc
     from spacy_inconsistency.pair_score import design_matrix, feature_names, nli_features
 
     second = _parts(second_cache, suite, nli_dir, true_dir)
@@ -88,7 +89,7 @@ def main(
         fitted, oof = fit.fit_logistic(M, y, w, groups)
         s = oof[in_suite]
         top = numpy.array([s[doc == d].max() for d in ids])
-        matched = numpy.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(top[0::2], top[1::2])])
+        matched = matched_auc(top[0::2].tolist(), top[1::2].tolist())  # docs 2r, 2r+1: record r's two sides
         typer.echo(f"{label}: out-of-fold dev matched AUC {matched:.3f}, suite pair AUC "
                    f"{roc_auc_score(y[in_suite], s):.4f} (C {fitted['C']})")
 
