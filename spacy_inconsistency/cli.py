@@ -32,6 +32,8 @@ def build_pipeline(
     candidates: Optional[Dict[str, Any]] = None,
     rescorer: Optional[str] = AUTO_RESCORER,
     rescore_top_k: int = defaults.RESCORE_TOP_K,
+    rescore_similar_k: int = defaults.RESCORE_SIMILAR_K,
+    cascade_threshold: bool = defaults.CASCADE_THRESHOLD,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -52,6 +54,10 @@ def build_pipeline(
         default, else none), "mpnet-lora", a path or hub id with its fitted
         `pair_scorer.json`; None or "none": the first model alone.
     rescore_top_k (int): Pairs per document the rescorer sees.
+    rescore_similar_k (int): Further pairs it sees: those whose units share the
+        most rare words.
+    cascade_threshold (bool): The document threshold fitted on what the cascade
+        reads (where its pair score has one for these settings).
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -71,6 +77,8 @@ def build_pipeline(
             "candidates": candidates,
             "rescorer": rescorer_config(rescorer, device=device, dtype=dtype),
             "rescore_top_k": rescore_top_k,
+            "rescore_similar_k": rescore_similar_k,
+            "cascade_threshold": cascade_threshold,
         },
     )
     return nlp
@@ -396,6 +404,8 @@ def detect_cli(
     aggregation: str = typer.Option(defaults.AGGREGATION, help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
     rescorer: str = typer.Option(AUTO_RESCORER, help="The larger NLI model that re-scores each document's top pairs: auto (mpnet-lora, all-mpnet-base-v2 + the shipped adapters, when --model is the embedded default; run `download` once), mpnet-lora, a model directory with its pair_scorer.json, or none (the first model alone: ~1.4x faster, weaker)."),
     rescore_top_k: int = typer.Option(defaults.RESCORE_TOP_K, help="Pairs per document the --rescorer sees."),
+    rescore_similar_k: int = typer.Option(defaults.RESCORE_SIMILAR_K, help="Further pairs per document the --rescorer sees: those whose units share the most rare words."),
+    cascade_threshold: bool = typer.Option(defaults.CASCADE_THRESHOLD, help="Flag at the document threshold fitted on what the cascade reads (for the shipped cascade settings; others use the rule for every pair)."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
     n_process: int = typer.Option(1, help="Worker processes."),
@@ -416,7 +426,8 @@ def detect_cli(
         raise typer.Exit(2)
     pipeline_settings = dict(lang=lang, model=model, device=device, dtype=dtype, threshold=threshold, window=window,
                              max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
-                             rescorer=rescorer, rescore_top_k=rescore_top_k)
+                             rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
+                             cascade_threshold=cascade_threshold)
     if engine == "ray":
         _detect_on_ray(inputs, output=output, html=html, n_process=n_process, output_dir=output_dir,
                        pipeline_settings=pipeline_settings, text_field=text_field, shard_size=shard_size,

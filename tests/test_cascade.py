@@ -351,6 +351,20 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True, rescore_similar_k=defaults.RESCORE_SIMILAR_K)
     assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
     assert len(row["inconsistencies"]) <= 3 + defaults.RESCORE_SIMILAR_K
+    # the similar pairs and the cascade's threshold from the command line
+    result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
+                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "1",
+                                      "--rescore-similar-k", "0", "--cascade-threshold", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(out.read_text(encoding="utf8"))
+    nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=1, alignment=True, rescore_similar_k=0)
+    assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
+    assert len(row["inconsistencies"]) <= 1
+    from spacy_inconsistency.cli import build_pipeline
+
+    cfg = build_pipeline(model=tiny_nli, rescorer=rescorer_dir, rescore_similar_k=2, cascade_threshold=True).get_pipe(
+        "inconsistency_detector").cfg
+    assert (cfg["rescore_similar_k"], cfg["cascade_threshold"]) == (2, True)
 
 
 def test_cascade_with_alignment_reuses_the_first_stage_facts(tiny_nli, tmp_path, monkeypatch):
