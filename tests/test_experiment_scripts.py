@@ -319,24 +319,34 @@ def test_calibrate_cascade_fit_keeps_both_caps_and_writes_the_rule(tmp_path):
             for i in range(100)]
     for i in range(50):
         gold = float(rng.uniform(0.5, 1.0))
+        control = float(rng.uniform(0.0, 0.5))
+        # out of fold (the pair score did not see the record) 4 of the 50 controls score over
+        # anything the news allows: always flagged
         rows.append({"set": "dev", "id": f"d{i}", "side": "contradiction", "pairs": 10, "cascade": cascade,
-                     "read_scores": [round(gold, 6), 0.1], "gold_pair_score": gold})
+                     "read_scores": [round(gold, 6), 0.1], "gold_pair_score": gold,
+                     "read_scores_oof": [round(gold, 6), 0.1], "gold_pair_score_oof": gold})
         rows.append({"set": "dev", "id": f"d{i}", "side": "control", "pairs": 10, "cascade": cascade,
-                     "read_scores": [round(float(rng.uniform(0.0, 0.5)), 6), 0.05], "gold_pair_score": 0.01})
+                     "read_scores": [round(control, 6), 0.05], "gold_pair_score": 0.01,
+                     "read_scores_oof": [round(0.7 if i < 4 else control, 6), 0.05], "gold_pair_score_oof": 0.01})
     details = tmp_path / "details.jsonl"
     details.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf8")
-    path = write_min_pair_scorer(tmp_path / "pair_scorer.json")
-    calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.03, max_dev_false_alarms=0.10, floor=0.3,
-                  caps=[8, 64], dry_run=False)
-    scorer = PairScoreModel.from_disk(path)
-    chosen = scorer.info["cascade_threshold"]["chosen"]
-    assert scorer.cascade_settings == cascade
-    rule = scorer.document_thresholds["cascade"]
-    news_flagged = numpy.mean([max(r["read_scores"]) >= rule(r["pairs"]) for r in rows if r["set"] == "news"])
+    news = [r for r in rows if r["set"] == "news"]
     controls = [r for r in rows if r["side"] == "control"]
-    dev_fa = numpy.mean([max(r["read_scores"]) >= rule(r["pairs"]) for r in controls])
-    assert news_flagged <= 0.03 and dev_fa <= 0.10
-    assert chosen["news_flagged"] == pytest.approx(news_flagged) and chosen["dev_false_alarms"] == pytest.approx(dev_fa)
+    for in_fold, key in ((False, "read_scores_oof"), (True, "read_scores")):
+        path = write_min_pair_scorer(tmp_path / f"pair_scorer_{key}.json")
+        calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.03, max_dev_false_alarms=0.10, floor=0.3,
+                      caps=[8, 64], dry_run=False, in_fold=in_fold)
+        scorer = PairScoreModel.from_disk(path)
+        chosen = scorer.info["cascade_threshold"]["chosen"]
+        assert scorer.info["cascade_threshold"]["dev_scores"] == ("in fold" if in_fold else "out of fold")
+        assert scorer.cascade_settings == cascade
+        rule = scorer.document_thresholds["cascade"]
+        news_flagged = numpy.mean([max(r["read_scores"]) >= rule(r["pairs"]) for r in news])
+        dev_fa = numpy.mean([max(r[key]) >= rule(r["pairs"]) for r in controls])
+        assert news_flagged <= 0.03 and dev_fa <= 0.10
+        assert chosen["news_flagged"] == pytest.approx(news_flagged) and chosen["dev_false_alarms"] == pytest.approx(dev_fa)
+    assert [PairScoreModel.from_disk(tmp_path / f"pair_scorer_{key}.json").info["cascade_threshold"]["chosen"]
+            ["dev_false_alarms"] for key in ("read_scores_oof", "read_scores")] == [0.08, 0.0]
     # the rule applies only to the cascade it was fitted for
     assert scorer.document_threshold(10, cascade=cascade) == rule(10)
     assert scorer.document_threshold(10, cascade={**cascade, "rescore_similar_k": 0}) == scorer.document_threshold(10)
@@ -346,5 +356,71 @@ def test_calibrate_cascade_fit_keeps_both_caps_and_writes_the_rule(tmp_path):
     before = path.read_text(encoding="utf8")
     with pytest.raises(typer.Exit):
         calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.0, max_dev_false_alarms=-1.0, floor=0.3,
-                      caps=[8], dry_run=False)
+                      caps=[8], dry_run=False, in_fold=False)
+    # details without out-of-fold scores: an error unless asked for in-fold
+    for r in rows:
+        r.pop("read_scores_oof", None)
+    details.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf8")
+    with pytest.raises(typer.BadParameter, match="read_scores_oof"):
+        calibrate.fit(details=details, pair_scorer=path, max_news_alarms=0.03, max_dev_false_alarms=0.10, floor=0.3,
+                      caps=[8], dry_run=False, in_fold=False)
     assert path.read_text(encoding="utf8") == before
+
+
+def test_calibrate_cascade_scores_each_docs_read_pairs_with_its_fold_model(tiny_nli, tmp_path):
+    """`collect` keeps the cascade's last pair-score call per Doc and scores those inputs again:
+    with a fold model of weight 1 on logit(max P(contradiction)) each read pair scores the larger
+    of its two directions' P(contradiction), Doc by Doc in a batch."""
+    import numpy
+    import spacy
+
+    from conftest import PARAGRAPH, build_tiny_nli, write_min_pair_scorer
+    from spacy_inconsistency.pair_score import LogisticModel, feature_names
+
+    calibrate = _load("calibrate_cascade", ROOT / "scripts" / "nli" / "calibrate_cascade.py")
+    rescorer = build_tiny_nli(tmp_path / "rescorer", {0: "entailment", 1: "neutral", 2: "contradiction"}, seed=1)
+    write_min_pair_scorer(rescorer / "pair_scorer.json")
+    nlp = spacy.blank("en")
+    backend = "spacy-inconsistency.NLIBackend.v1"
+    pipe = nlp.add_pipe("inconsistency_detector", config={
+        "model": {"@misc": backend, "model": tiny_nli, "dtype": "float32"}, "alignment": False,
+        "rescorer": {"@misc": backend, "model": str(rescorer), "dtype": "float32"},
+        "rescore_top_k": 4, "rescore_reverse_top_k": 1, "rescore_similar_k": 0})
+    recorder = calibrate._Recorder(pipe.pairwise.rescorer_pair_scorer)
+    pipe.pairwise._rescorer_pair_scorer = recorder
+    texts = [PARAGRAPH, "The bridge opened in 1990. Traffic grew every year. The bridge has never opened. It is red."]
+    docs = [nlp.make_doc(t) for t in texts]
+    pipe.segment(docs)
+    predicted = pipe.predict(docs)
+    assert len(recorder.calls) > len(docs)  # the reverse reading's picks call it too
+    names = feature_names(False)
+    c_max = LogisticModel(names, [0.0] * len(names), [1.0] * len(names), [float(n == "c_max") for n in names], 0.0)
+    for s, call in zip(predicted, recorder.calls[-len(docs):]):
+        assert len(s.rescored) == 4
+        oof = calibrate.out_of_fold_scores(s, call, (c_max, c_max))
+        want = numpy.zeros_like(s.score)
+        want[s.rescored] = numpy.maximum(s.forward, s.backward)[s.rescored]
+        assert numpy.allclose(oof, want, atol=1e-5)
+        assert not numpy.allclose(oof, s.score, atol=1e-3)  # the shipped pair score is the min
+    with pytest.raises(RuntimeError, match="not this Doc's"):
+        calibrate.out_of_fold_scores(predicted[0], recorder.calls[-1], (c_max, c_max))
+
+
+def test_fit_logistic_keeps_each_folds_model_and_what_it_did_not_see():
+    """The fold models give the out-of-fold scores again (calibrate_cascade.py uses them)."""
+    import numpy
+
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+    rng = numpy.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    groups = numpy.arange(400) // 4
+    fitted, oof = fit.fit_logistic(X, y, numpy.ones(400), groups, C_grid=(0.1, 1.0))
+    held = numpy.concatenate([f["held_out"] for f in fitted["folds"]])
+    assert len(fitted["folds"]) == 5 and sorted(held.tolist()) == list(range(400))
+    Z = (X - fitted["mean"]) / fitted["scale"]
+    for f in fitted["folds"]:
+        assert len(set(groups[f["held_out"]]) & set(numpy.delete(groups, f["held_out"]))) == 0
+        p = 1 / (1 + numpy.exp(-(Z[f["held_out"]] @ f["coef"] + f["intercept"])))
+        assert numpy.allclose(p, oof[f["held_out"]])
+        assert not numpy.allclose(f["coef"], fitted["coef"])

@@ -213,3 +213,27 @@ def test_detector_uses_the_document_threshold_unless_one_is_set(tiny_nli, tmp_pa
     assert cut == pytest.approx(0.5 ** (1 / 3), abs=1e-3)
     assert [f["score"] for f in nlp(TEXT)._.contradictions] == [f["score"] for f in all_scores if f["score"] >= cut]
     assert detector_nlp(tiny_nli, pair_scorer=str(path), threshold=0.2).get_pipe("inconsistency_detector").pairwise.threshold_for(3) == 0.2
+
+
+def test_shipped_second_stage_pair_score_keeps_its_fold_models_and_an_out_of_fold_cascade_rule():
+    """`calibrate_cascade.py` scores each dev record with the fold model that did not see it:
+    the five folds hold every dev record of the suite out exactly once, and each fold model is
+    the shipped model's form (same features, standardisation, gated columns at zero)."""
+    from conftest import ROOT
+    from spacy_inconsistency import defaults
+    from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+
+    scorer = PairScoreModel.from_disk(ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora" / "pair_scorer.json")
+    folds = scorer.info["out_of_fold"]
+    dev = sorted(r["id"] for r in read_behaviour_suite(ROOT / "tests" / "behaviour", "dev_*.jsonl"))
+    for key, shipped in (("full", scorer.full), ("nli_only", scorer.nli_only)):
+        assert len(folds[key]) == 5
+        assert sorted(rid for fold in folds[key] for rid in fold["dev_records"]) == dev
+        for fold in folds[key]:
+            model = LogisticModel.from_dict(fold["model"])
+            assert model.features == shipped.features and numpy.array_equal(model.mean, shipped.mean)
+            assert numpy.all(model.coef[shipped.coef == 0.0] == 0.0)
+            assert not numpy.allclose(model.coef, shipped.coef)
+    assert scorer.info["cascade_threshold"]["dev_scores"] == "out of fold"
+    assert scorer.cascade_settings == {"rescore_top_k": defaults.RESCORE_TOP_K,
+                                       "rescore_similar_k": defaults.RESCORE_SIMILAR_K}

@@ -23,10 +23,13 @@ contradiction documents for their gold pair, then the most of them, then the sma
 writes it into the second stage's `pair_scorer.json` as the `"cascade"` document
 threshold, which the detector uses with `cascade_threshold = true` when its second stage
 runs with the settings it was fitted for (`rescore_top_k`, `rescore_similar_k`; other
-settings fall back to the rule for every pair). The dev documents' scores are in-fold (the
-pair score was fitted on their pairs), so the dev false alarms it caps are optimistic: 9.5%
-on dev became 16% on the suite's first test split (docs/detection.md). The TEST splits of
-the suite are never read.
+settings fall back to the rule for every pair). The pair score was fitted on the dev
+documents' pairs, so their shipped scores are in-fold and the false alarms capped on them
+optimistic (9.5% on dev became 16% on the suite's first test split, docs/detection.md):
+`collect` therefore also scores each dev document's read pairs with the model of
+`fit_pair_scorer.py`'s fold that held its record out (stored in `pair_scorer.json` as
+`info["out_of_fold"]`), and `fit` caps and counts on those scores (`--in-fold`: on the
+shipped ones). The TEST splits of the suite are never read.
 
     python scripts/nli/calibrate_cascade.py collect --output metrics/cascade_calibration_docs.jsonl
     python scripts/nli/calibrate_cascade.py fit --details metrics/cascade_calibration_docs.jsonl \
@@ -74,7 +77,10 @@ def collect(
     fit_n: int = typer.Option(80, help="fit_pair_scorer.py's --news-negatives."),
     set_: List[str] = typer.Option([], "--set", help="Detector setting, as evaluate_behaviour.py's --set."),
     batch_size: int = typer.Option(8),
+    in_fold: bool = typer.Option(False, "--in-fold", help="Do not add the dev documents' out-of-fold scores."),
 ) -> None:
+    from dataclasses import replace
+
     from tqdm import tqdm
 
     from evaluate_behaviour import _parse_value, build_pipeline, gold_pair_score
@@ -91,6 +97,9 @@ def collect(
     from spacy_inconsistency.components.pairwise import CASCADE_KEYS
 
     cascade = {key: detector.cfg[key] for key in CASCADE_KEYS}
+    folds = None if in_fold else fold_scorers(detector.pairwise.rescorer_pair_scorer)
+    recorder = _Recorder(detector.pairwise.rescorer_pair_scorer)
+    detector.pairwise._rescorer_pair_scorer = recorder
     records = read_behaviour_suite(suite, "dev_*.jsonl")
     jobs = [("dev", r["id"], side, r[side]["text"], r["gold"] if side == "contradiction" else r["control_gold"])
             for r in records for side in ("contradiction", "control")]
@@ -103,15 +112,71 @@ def collect(
             batch = jobs[start:start + batch_size]
             docs = [nlp.make_doc(text) for _, _, _, text, _ in batch]
             detector.segment(docs)
-            for (part, doc_id, side, _, gold), s in zip(batch, detector.predict(docs)):
+            recorder.calls.clear()
+            predicted = detector.predict(docs)
+            # The cascade's last call of the pair score per Doc gives the scores it keeps.
+            calls = recorder.calls[-len(docs):]
+            for (part, doc_id, side, _, gold), s, call in zip(batch, predicted, calls):
                 read_scores = numpy.sort(s.score[s.rescored])[::-1]
-                f.write(json.dumps({
+                row = {
                     "set": part, "id": doc_id, "side": side, "pairs": int(len(s.pairs)), "cascade": cascade,
                     "read_scores": [round(float(x), 6) for x in read_scores],
                     "gold_pair_score": gold_pair_score(s, gold) if gold is not None else None,
-                }) + "\n")
+                }
+                if part == "dev" and folds is not None:
+                    oof = replace(s, score=out_of_fold_scores(s, call, folds[doc_id]))
+                    row["read_scores_oof"] = [round(float(x), 6) for x in numpy.sort(oof.score[s.rescored])[::-1]]
+                    row["gold_pair_score_oof"] = gold_pair_score(oof, gold)
+                f.write(json.dumps(row) + "\n")
             bar.update(len(batch))
     log(f"wrote {output}")
+
+
+class _Recorder:
+    """Stands in for the second stage's pair score and keeps what each call read, so that
+    the dev documents' read pairs can be scored again by the fold model that did not see them."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = []
+
+    def __call__(self, forward, backward, alignment=None):
+        out = self.inner(forward, backward, alignment)
+        self.calls.append((forward.copy(), backward.copy(), None if alignment is None else alignment.copy(), out))
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def fold_scorers(scorer) -> dict:
+    """{dev record id: (full, nli_only)}: the models of `fit_pair_scorer.py`'s fold that held it out."""
+    from spacy_inconsistency.pair_score import LogisticModel
+
+    folds = scorer.info.get("out_of_fold")
+    if not folds:
+        raise typer.BadParameter(
+            "the second stage's pair_scorer.json has no out-of-fold models (refit it with fit_pair_scorer.py), "
+            "or pass --in-fold")
+    out = {}
+    for full, nli_only in zip(folds["full"], folds["nli_only"]):
+        models = (LogisticModel.from_dict(full["model"]), LogisticModel.from_dict(nli_only["model"]))
+        out.update({rid: models for rid in full["dev_records"]})
+    return out
+
+
+def out_of_fold_scores(s, call, models) -> numpy.ndarray:
+    """The Doc's pair scores with its read pairs scored by its fold's model."""
+    from spacy_inconsistency.pair_score import design_matrix
+
+    forward, backward, alignment, shipped = call
+    if not numpy.array_equal(shipped, s.score[s.rescored]):
+        raise RuntimeError("the recorded pair-score call is not this Doc's (the cascade's call order changed)")
+    score = numpy.zeros_like(s.score)
+    if len(forward):
+        model = models[0] if alignment is not None else models[1]
+        score[s.rescored] = model(design_matrix(forward, backward, alignment))
+    return score
 
 
 def _project_path(path: Path) -> str:
@@ -129,6 +194,8 @@ def fit(
     floor: float = typer.Option(0.3, help="The lowest threshold (documents of very few pairs)."),
     caps: List[int] = typer.Option([8, 16, 32, 64, 128, 256, 512, 2000], "--cap", help="Candidate caps on k."),
     dry_run: bool = typer.Option(False, help="Print the table, write nothing."),
+    in_fold: bool = typer.Option(False, "--in-fold", help="Cap the dev false alarms on the shipped pair score's "
+                                 "scores (fitted on these documents) instead of the out-of-fold ones."),
 ) -> None:
     from fit_pair_scorer import flagged, null_cdf
 
@@ -140,15 +207,18 @@ def fit(
         raise typer.BadParameter("the documents were read by cascades of different settings")
     news = [r for r in rows if r["set"] == "news"]
     dev = [r for r in rows if r["set"] == "dev"]
+    scores_key, gold_key = ("read_scores", "gold_pair_score") if in_fold else ("read_scores_oof", "gold_pair_score_oof")
+    if any(scores_key not in r for r in dev):
+        raise typer.BadParameter(f"{details} has no {scores_key} (collect it again, or pass --in-fold)")
     cdf = null_cdf(numpy.concatenate([r["read_scores"] for r in news]))
     news_max = numpy.array([max(r["read_scores"], default=0.0) for r in news])
     news_k = numpy.array([r["pairs"] for r in news])
-    dev_max = numpy.array([max(r["read_scores"], default=0.0) for r in dev])
+    dev_max = numpy.array([max(r[scores_key], default=0.0) for r in dev])
     dev_k = numpy.array([r["pairs"] for r in dev])
     positive = numpy.array([r["side"] == "contradiction" for r in dev])
     # The gold pair is the Doc's highest (scores were written to 6 decimals).
-    dev_hit = numpy.array([r["gold_pair_score"] is not None and r["gold_pair_score"] > 0
-                           and round(r["gold_pair_score"], 6) >= max(r["read_scores"], default=0.0) for r in dev])
+    dev_hit = numpy.array([r[gold_key] is not None and r[gold_key] > 0
+                           and round(r[gold_key], 6) >= max(r[scores_key], default=0.0) for r in dev])
     log(f"{len(news)} news articles ({int(sum(len(r['read_scores']) for r in news))} read pairs, median "
         f"{numpy.median(news_k):.0f} compared), {int(positive.sum())} dev contradiction documents, "
         f"{int((~positive).sum())} controls")
@@ -180,7 +250,7 @@ def fit(
     scorer.document_thresholds["cascade"] = DocumentThreshold(cdf, alpha=chosen["alpha"], floor=floor, max_pairs=chosen["cap"])
     scorer.info["cascade_threshold"] = {
         "details": _project_path(details), "cascade": cascade, "news_articles": len(news), "null_pairs": int(sum(len(r["read_scores"]) for r in news)),
-        "dev_documents": len(dev), "max_news_alarms": max_news_alarms, "max_dev_false_alarms": max_dev_false_alarms,
+        "dev_documents": len(dev), "dev_scores": "in fold" if in_fold else "out of fold", "max_news_alarms": max_news_alarms, "max_dev_false_alarms": max_dev_false_alarms,
         "floor": floor, "chosen": chosen,
     }
     scorer.to_disk(pair_scorer)

@@ -35,6 +35,10 @@ consistent; never an article of `qags_xsum.csv`, the news check of
 that maximises recall minus false alarms on the dev documents, raised until those news
 articles are flagged at most `--max-news-alarms`. The TEST split of the suite is never read.
 
+The five fold models of the chosen regularisation and the dev records each held out are kept
+in `info["out_of_fold"]`, so that pairs read later (`calibrate_cascade.py`) can be given
+their out-of-fold scores without this fit's data.
+
     python scripts/nli/fit_pair_scorer.py --model training/nli-minilm-l6-skills \
         --nli-dir assets/nli --suite tests/behaviour --output training/nli-minilm-l6-skills/pair_scorer.json
 """
@@ -279,7 +283,8 @@ def balanced_weights(labels: numpy.ndarray, source: numpy.ndarray, natural: int 
 
 
 def fit_logistic(X, y, w, groups, C_grid=(0.01, 0.03, 0.1, 0.3, 1.0)):
-    """Standardise, pick C by grouped 5-fold CV log-loss, refit; also out-of-fold predictions."""
+    """Standardise, pick C by grouped 5-fold CV log-loss, refit; also out-of-fold predictions.
+    The returned fit's "folds" are the chosen C's five models, each with the rows it did not see."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss
     from sklearn.model_selection import GroupKFold
@@ -301,8 +306,13 @@ def fit_logistic(X, y, w, groups, C_grid=(0.01, 0.03, 0.1, 0.3, 1.0)):
         if best is None or loss < best[0]:
             best = (loss, C, oof)
     _, C, oof = best
+    fold_models = []
+    for tr, te in folds:
+        f = LogisticRegression(C=C, max_iter=2000).fit(Z[tr], y[tr], sample_weight=w[tr])
+        fold_models.append({"coef": f.coef_[0], "intercept": float(f.intercept_[0]), "held_out": te})
     m = LogisticRegression(C=C, max_iter=2000).fit(Z, y, sample_weight=w)
-    return {"mean": mean, "scale": scale, "coef": m.coef_[0], "intercept": float(m.intercept_[0]), "C": C}, oof
+    return {"mean": mean, "scale": scale, "coef": m.coef_[0], "intercept": float(m.intercept_[0]), "C": C,
+            "folds": fold_models}, oof
 
 
 def best_threshold(doc_scores: numpy.ndarray, doc_labels: numpy.ndarray) -> Tuple[float, Dict[str, float]]:
@@ -386,6 +396,7 @@ def main(
     results = {}
     models = {}
     oofs = {}
+    fold_models = {}
     for key, with_alignment in (("full", True), ("nli_only", False)):
         X = design_matrix(forward, backward, align if with_alignment else None).astype(numpy.float64)
         names = feature_names(with_alignment)
@@ -400,6 +411,19 @@ def main(
         oofs[key] = oof
         models[key] = LogisticModel(feature_names(with_alignment), fitted["mean"].tolist(), fitted["scale"].tolist(),
                                     fitted["coef"].tolist(), fitted["intercept"])
+        # Each fold's model and the dev records it did not see: the dev documents' out-of-fold
+        # scores can then be had for pairs read later (calibrate_cascade.py), without this fit's data.
+        suite_groups = groups[suite_mask]
+        fold_models[key] = []
+        for fold in fitted["folds"]:
+            coef = fold["coef"].copy()
+            coef[~free] = 0.0
+            held = fold["held_out"][fold["held_out"] < suite_mask.sum()]  # the suite's rows come first
+            fold_models[key].append({
+                "model": LogisticModel(feature_names(with_alignment), fitted["mean"].tolist(), fitted["scale"].tolist(),
+                                       coef.tolist(), fold["intercept"]).to_dict(),
+                "dev_records": sorted({records[int(g)]["id"] for g in numpy.unique(suite_groups[held])}),
+            })
         per_source_auc = {}
         for i, name in enumerate(parts):
             m = source == i
@@ -426,7 +450,7 @@ def main(
         "model": model, "pairs": int(len(y)), "contradictions": int(y.sum()), "near_miss_weight": near_miss_weight,
         "sources": {name: int(len(p["label"])) for name, p in parts.items()},
         "dev_suite_records": len(records), "per_source": per_source, "seed": seed, "results": results,
-        "gated": gated, "news_negatives": news_negatives,
+        "gated": gated, "news_negatives": news_negatives, "out_of_fold": fold_models,
     }
     threshold = results["full"]["threshold"]
     # The document threshold: pair scores of consistent documents are the news
