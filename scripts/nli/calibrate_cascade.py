@@ -124,6 +124,9 @@ def collect(
                     "gold_pair_score": gold_pair_score(s, gold) if gold is not None else None,
                 }
                 if part == "dev" and folds is not None:
+                    if doc_id not in folds:
+                        raise typer.BadParameter(f"dev record {doc_id} is in no fold of the pair score: the suite "
+                                                 "changed since fit_pair_scorer.py ran; refit it, or pass --in-fold")
                     oof = replace(s, score=out_of_fold_scores(s, call, folds[doc_id]))
                     row["read_scores_oof"] = [round(float(x), 6) for x in numpy.sort(oof.score[s.rescored])[::-1]]
                     row["gold_pair_score_oof"] = gold_pair_score(oof, gold)
