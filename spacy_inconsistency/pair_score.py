@@ -183,11 +183,15 @@ class PairScoreModel:
     document_thresholds (Optional[Dict[str, DocumentThreshold]]): Per model
         ("full", "nli_only"), the threshold of a Doc by its number of pairs.
     info (Dict[str, Any]): How it was fitted (data, held-out figures).
+    cascade_settings (Optional[Dict[str, Any]]): The settings of the cascade the
+        `"cascade"` document threshold was fitted for (`rescore_top_k`, ...); without
+        them that rule never applies.
     """
 
     def __init__(
         self, full: LogisticModel, nli_only: LogisticModel, *, threshold: float,
         document_thresholds: Optional[Dict[str, DocumentThreshold]] = None, info: Optional[Dict[str, Any]] = None,
+        cascade_settings: Optional[Dict[str, Any]] = None,
     ):
         for model, with_alignment in ((full, True), (nli_only, False)):
             if model.features != feature_names(with_alignment):
@@ -197,6 +201,7 @@ class PairScoreModel:
         self.threshold = float(threshold)
         self.document_thresholds = dict(document_thresholds or {})
         self.info = info or {}
+        self.cascade_settings = dict(cascade_settings) if cascade_settings is not None else None
 
     def document_threshold(self, n_pairs: int, *, alignment: bool = True,
                            cascade: Optional[Dict[str, Any]] = None) -> float:
@@ -205,17 +210,11 @@ class PairScoreModel:
         pairs, chosen by these settings (`rescore_top_k`, ...); its `"cascade"` rule,
         fitted on what such a cascade reads, applies when it was fitted for them."""
         rule = None
-        if cascade is not None and alignment and self.cascade_settings == dict(cascade):
+        if cascade is not None and alignment and self.cascade_settings is not None \
+                and self.cascade_settings == dict(cascade):
             rule = self.document_thresholds.get("cascade")
         rule = rule or self.document_thresholds.get("full" if alignment else "nli_only")
         return rule(n_pairs) if rule is not None else self.threshold
-
-    @property
-    def cascade_settings(self) -> Optional[Dict[str, Any]]:
-        """The settings of the cascade the `"cascade"` threshold was fitted for."""
-        if "cascade" not in self.document_thresholds:
-            return None
-        return (self.info.get("cascade_threshold") or {}).get("cascade")
 
     def __call__(
         self, forward: numpy.ndarray, backward: numpy.ndarray, alignment: Optional[numpy.ndarray] = None
@@ -234,17 +233,24 @@ class PairScoreModel:
         return model(design_matrix(forward, backward, alignment))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        data = {
             "full": self.full.to_dict(), "nli_only": self.nli_only.to_dict(), "threshold": self.threshold,
             "document_thresholds": {k: v.to_dict() for k, v in self.document_thresholds.items()}, "info": self.info,
         }
+        if self.cascade_settings is not None:
+            data["cascade_settings"] = self.cascade_settings
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "PairScoreModel":
+        thresholds = {k: DocumentThreshold.from_dict(v) for k, v in (data.get("document_thresholds") or {}).items()}
+        info = data.get("info", {})
+        settings = data.get("cascade_settings")
+        if settings is None and "cascade" in thresholds:  # files written before the field: in `info`
+            settings = (info.get("cascade_threshold") or {}).get("cascade")
         return cls(
             LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["nli_only"]),
-            threshold=data["threshold"], info=data.get("info", {}),
-            document_thresholds={k: DocumentThreshold.from_dict(v) for k, v in (data.get("document_thresholds") or {}).items()},
+            threshold=data["threshold"], info=info, document_thresholds=thresholds, cascade_settings=settings,
         )
 
     def to_disk(self, path: Union[str, Path]) -> None:

@@ -79,7 +79,7 @@ def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_
     base = PairScoreModel.from_disk(write_min_pair_scorer(tmp_path / "min.json"))
     PairScoreModel(base.full, base.nli_only, threshold=0.5,
                    document_thresholds={"full": every_pair, "nli_only": every_pair, "cascade": cascade},
-                   info={"cascade_threshold": {"cascade": {"rescore_top_k": 4, "rescore_similar_k": 0}}},
+                   cascade_settings={"rescore_top_k": 4, "rescore_similar_k": 0},
                    ).to_disk(path / "pair_scorer.json")
     n = 6
     assert cascade(n) == every_pair(2) < every_pair(n)

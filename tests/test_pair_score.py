@@ -69,6 +69,28 @@ def test_pair_score_model_round_trip_and_choice_of_model(tmp_path):
     assert len(loaded(forward[:0], backward[:0], None)) == 0
 
 
+def test_cascade_settings_round_trip_and_old_files_keep_them_in_info(tmp_path):
+    uniform = numpy.linspace(0, 1, 1001).tolist()
+    every, cascade = DocumentThreshold(uniform, alpha=0.3, floor=0.0), DocumentThreshold(uniform, alpha=0.3, floor=0.0, max_pairs=2)
+    settings = {"rescore_top_k": 8, "rescore_similar_k": 4}
+    scorer = PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.5, cascade_settings=settings,
+                            document_thresholds={"full": every, "nli_only": every, "cascade": cascade})
+    scorer.to_disk(tmp_path / "ps.json")
+    data = json.loads((tmp_path / "ps.json").read_text(encoding="utf8"))
+    assert data["cascade_settings"] == settings
+    loaded = PairScoreModel.from_disk(tmp_path / "ps.json")
+    assert loaded.cascade_settings == settings
+    assert loaded.document_threshold(6, cascade=settings) == cascade(6) < every(6) == loaded.document_threshold(6)
+    # written before the field: the settings were in info["cascade_threshold"]["cascade"]
+    del data["cascade_settings"]
+    data["info"] = {"cascade_threshold": {"cascade": settings}}
+    old = PairScoreModel.from_dict(data)
+    assert old.cascade_settings == settings and old.document_threshold(6, cascade=settings) == cascade(6)
+    # a "cascade" rule without the settings it was fitted for never applies
+    del data["info"]
+    assert PairScoreModel.from_dict(data).document_threshold(6, cascade=settings) == every(6)
+
+
 def test_mismatched_features_are_refused():
     bad = LogisticModel(["c_max"], [0.0], [1.0], [1.0], 0.0)
     with pytest.raises(ValueError, match="E191"):

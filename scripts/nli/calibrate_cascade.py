@@ -251,6 +251,7 @@ def fit(
         return
     scorer = PairScoreModel.from_disk(pair_scorer)
     scorer.document_thresholds["cascade"] = DocumentThreshold(cdf, alpha=chosen["alpha"], floor=floor, max_pairs=chosen["cap"])
+    scorer.cascade_settings = dict(cascade)
     scorer.info["cascade_threshold"] = {
         "details": _project_path(details), "cascade": cascade, "news_articles": len(news), "null_pairs": int(sum(len(r["read_scores"]) for r in news)),
         "dev_documents": len(dev), "dev_scores": "in fold" if in_fold else "out of fold", "max_news_alarms": max_news_alarms, "max_dev_false_alarms": max_dev_false_alarms,
