@@ -351,15 +351,30 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True, rescore_similar_k=defaults.RESCORE_SIMILAR_K)
     assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
     assert len(row["inconsistencies"]) <= 3 + defaults.RESCORE_SIMILAR_K
-    # the similar pairs and the cascade's threshold from the command line
-    result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
-                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "1",
-                                      "--rescore-similar-k", "0", "--cascade-threshold", "--no-progress"])
-    assert result.exit_code == 0, result.output
-    row = json.loads(out.read_text(encoding="utf8"))
+    # The similar pairs and the cascade's threshold from the command line: a rescorer whose
+    # "cascade" rule (fitted for top 1, no similar pairs) is 0 flags every compared pair (those
+    # it did not read score 0), its rule for every pair (0.42) at most the one pair it read.
+    import shutil
+
+    from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
+
+    zero = tmp_path / "zero-cascade"
+    shutil.copytree(rescorer_dir, zero)
+    scorer = PairScoreModel.from_disk(zero / "pair_scorer.json")
+    scorer.document_thresholds["cascade"] = DocumentThreshold([0.0] * 1001, alpha=0.3, floor=0.0)
+    scorer.cascade_settings = {"rescore_top_k": 1, "rescore_similar_k": 0}
+    scorer.to_disk(zero / "pair_scorer.json")
+    found = {}
+    for flag in ("--cascade-threshold", "--no-cascade-threshold"):
+        result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
+                                          "--dtype", "float32", "--rescorer", str(zero), "--rescore-top-k", "1",
+                                          "--rescore-similar-k", "0", flag, "--no-progress"])
+        assert result.exit_code == 0, result.output
+        found[flag] = json.loads(out.read_text(encoding="utf8"))["inconsistencies"]
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=1, alignment=True, rescore_similar_k=0)
-    assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
-    assert len(row["inconsistencies"]) <= 1
+    n_pairs = len(scores(nlp, nlp.get_pipe("inconsistency_detector"), PARAGRAPH).pairs)
+    assert len(found["--cascade-threshold"]) == n_pairs > 1
+    assert len(found["--no-cascade-threshold"]) <= 1
     from spacy_inconsistency.cli import build_pipeline
 
     cfg = build_pipeline(model=tiny_nli, rescorer=rescorer_dir, rescore_similar_k=2, cascade_threshold=True).get_pipe(

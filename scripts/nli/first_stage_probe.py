@@ -66,25 +66,19 @@ def main(
     second = _parts(second_cache, suite, nli_dir, true_dir)
     first = _parts(first_cache, suite, nli_dir, true_dir)
 
-    def cat(parts, key):
-        return numpy.concatenate([p[key] for p in parts.values()])
-
-    source = numpy.concatenate([numpy.full(len(p["label"]), i) for i, p in enumerate(second.values())])
-    y, groups = cat(second, "label"), cat(second, "group")
-    if not (numpy.array_equal(y, cat(first, "label")) and numpy.array_equal(groups, cat(first, "group"))):
+    data, data_first = fit.fit_inputs(second), fit.fit_inputs(first)
+    y, groups, w, in_suite = data["label"], data["group"], data["weight"], data["suite"]
+    if not (numpy.array_equal(y, data_first["label"]) and numpy.array_equal(groups, data_first["group"])):
         raise typer.BadParameter("the two caches did not give the same pairs")
-    w = fit.balanced_weights(y, source)
-    in_suite = source == 0
-    w[in_suite] *= len(second) - 1  # as fit_pair_scorer.py: the suite weighs as much as the rest
     gated = numpy.array([name in FEATURE_NAMES for name in feature_names(True)])
-    X = design_matrix(cat(second, "forward"), cat(second, "backward"), cat(second, "align"))
+    X = design_matrix(data["forward"], data["backward"], data["align"])
     X[:, gated] = 0.0
-    X_first = design_matrix(cat(first, "forward"), cat(first, "backward"), cat(first, "align"))
+    X_first = design_matrix(data_first["forward"], data_first["backward"], data_first["align"])
     X_first[:, gated] = 0.0
     doc = second["suite"]["doc"]
     ids = numpy.unique(doc)
     for label, M in (("second stage + alignment (shipped form)", X),
-                     ("+ the first model's NLI features", numpy.concatenate([X, nli_features(cat(first, "forward"), cat(first, "backward"))], 1)),
+                     ("+ the first model's NLI features", numpy.concatenate([X, nli_features(data_first["forward"], data_first["backward"])], 1)),
                      ("first model + alignment", X_first)):
         fitted, oof = fit.fit_logistic(M, y, w, groups)
         s = oof[in_suite]

@@ -297,22 +297,41 @@ def fit_logistic(X, y, w, groups, C_grid=(0.01, 0.03, 0.1, 0.3, 1.0)):
     best = None
     for C in C_grid:
         oof = numpy.zeros(len(y))
+        fold_models = []
         for tr, te in folds:
             m = LogisticRegression(C=C, max_iter=2000)
             m.fit(Z[tr], y[tr], sample_weight=w[tr])
             oof[te] = m.predict_proba(Z[te])[:, 1]
+            fold_models.append({"coef": m.coef_[0], "intercept": float(m.intercept_[0]), "held_out": te})
         loss = log_loss(y, oof, sample_weight=w)
         log(f"  C={C}: CV log-loss {loss:.4f}")
         if best is None or loss < best[0]:
-            best = (loss, C, oof)
-    _, C, oof = best
-    fold_models = []
-    for tr, te in folds:
-        f = LogisticRegression(C=C, max_iter=2000).fit(Z[tr], y[tr], sample_weight=w[tr])
-        fold_models.append({"coef": f.coef_[0], "intercept": float(f.intercept_[0]), "held_out": te})
+            best = (loss, C, oof, fold_models)
+    _, C, oof, fold_models = best
     m = LogisticRegression(C=C, max_iter=2000).fit(Z, y, sample_weight=w)
     return {"mean": mean, "scale": scale, "coef": m.coef_[0], "intercept": float(m.intercept_[0]), "C": C,
             "folds": fold_models}, oof
+
+
+def fit_inputs(parts: Dict[str, dict], *, near_miss_weight: float = 1.0) -> Dict[str, numpy.ndarray]:
+    """The parts' pairs in one table: `source` (the part's index; the suite's is 0 and its
+    rows come first), forward, backward, align, label, group, `weight` and the `suite` and
+    `near_miss` masks."""
+    if next(iter(parts)) != "suite":
+        raise ValueError("the suite's pairs must be the first part")
+    out = {key: numpy.concatenate([p[key] for p in parts.values()])
+           for key in ("forward", "backward", "align", "label", "group")}
+    out["source"] = numpy.concatenate([numpy.full(len(p["label"]), i) for i, p in enumerate(parts.values())])
+    w = balanced_weights(out["label"], out["source"])
+    # The suite's documents are what the detector meets; weigh them as much as all the rest.
+    out["suite"] = out["source"] == 0
+    w[out["suite"]] *= (len(parts) - 1)
+    # The near misses of the controls are what a contradiction must be told apart from.
+    out["near_miss"] = numpy.zeros(len(w), dtype=bool)
+    out["near_miss"][numpy.flatnonzero(out["suite"])] = parts["suite"]["near_miss"] > 0
+    w[out["near_miss"]] *= near_miss_weight
+    out["weight"] = w
+    return out
 
 
 def best_threshold(doc_scores: numpy.ndarray, doc_labels: numpy.ndarray) -> Tuple[float, Dict[str, float]]:
@@ -379,20 +398,9 @@ def main(
         log(f"{len(news_fit)} news articles as negatives")
         parts["news"] = news_pairs(news_fit, backend, max_all_pairs=max_all_pairs, group_offset=offset)
     backend.save()
-    source = numpy.concatenate([numpy.full(len(p["label"]), i) for i, p in enumerate(parts.values())])
-    forward = numpy.concatenate([p["forward"] for p in parts.values()])
-    backward = numpy.concatenate([p["backward"] for p in parts.values()])
-    align = numpy.concatenate([p["align"] for p in parts.values()])
-    y = numpy.concatenate([p["label"] for p in parts.values()])
-    groups = numpy.concatenate([p["group"] for p in parts.values()])
-    w = balanced_weights(y, source)
-    # The suite's documents are what the detector meets; weigh them as much as all the rest.
-    suite_mask = source == 0
-    w[suite_mask] *= (len(parts) - 1)
-    # The near misses of the controls are what a contradiction must be told apart from.
-    near = numpy.zeros(len(y), dtype=bool)
-    near[numpy.flatnonzero(suite_mask)] = parts["suite"]["near_miss"] > 0
-    w[near] *= near_miss_weight
+    inputs = fit_inputs(parts, near_miss_weight=near_miss_weight)
+    source, forward, backward, align = inputs["source"], inputs["forward"], inputs["backward"], inputs["align"]
+    y, groups, w, suite_mask = inputs["label"], inputs["group"], inputs["weight"], inputs["suite"]
     results = {}
     models = {}
     oofs = {}

@@ -46,20 +46,13 @@ def main(
 
     parts = _parts(cache, suite, nli_dir, true_dir)
 
-    def cat(key):
-        return numpy.concatenate([p[key] for p in parts.values()])
-
-    source = numpy.concatenate([numpy.full(len(p["label"]), i) for i, p in enumerate(parts.values())])
-    y, groups = cat("label"), cat("group")
-    w = fit.balanced_weights(y, source)
-    in_suite = source == 0
-    w[in_suite] *= len(parts) - 1  # as fit_pair_scorer.py: the suite weighs as much as the rest
-    near = numpy.zeros(len(y), dtype=bool)
-    near[numpy.flatnonzero(in_suite)] = parts["suite"]["near_miss"] > 0
+    data = fit.fit_inputs(parts)
+    source, y, groups, w = data["source"], data["label"], data["group"], data["weight"]
+    in_suite, near = data["suite"], data["near_miss"]
     gated = numpy.array([name in FEATURE_NAMES for name in feature_names(True)])
-    X = design_matrix(cat("forward"), cat("backward"), cat("align"))
+    X = design_matrix(data["forward"], data["backward"], data["align"])
     X[:, gated] = 0.0
-    free = numpy.concatenate([nli_features(cat("forward"), cat("backward")), cat("align")], 1)
+    free = numpy.concatenate([nli_features(data["forward"], data["backward"]), data["align"]], 1)
     doc = parts["suite"]["doc"]
     ids = numpy.unique(doc)
     news = source == list(parts).index("news")
