@@ -232,9 +232,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
         reach the rescorer. 0: none.
     cascade_threshold (bool): With a rescorer's learned score, use its
         `"cascade"` document threshold, fitted on what a cascade of these
-        `rescore_top_k` and `rescore_similar_k` reads (a lower, recall-oriented
-        rule), where it has one; False: the rule fitted as if the rescorer read
-        every compared pair.
+        `rescore_top_k` and `rescore_similar_k` reads (lower than the default
+        rule for Docs of up to about 10 and of more than 45 pairs), where it has
+        one; False: the rule fitted as if the rescorer read every compared pair.
     first_stage_directions (int): With a rescorer, the directions the first
         model scores each pair in: 1 (the earlier unit as premise; the first
         stage only ranks the pairs, its score reads that direction as both,
