@@ -318,3 +318,28 @@ def test_extra_rows_weigh_each_contradiction_the_same_in_both_orders():
     assert train_nli.add_reverse_contradictions(rows)[1] == 0
     with pytest.raises(typer.BadParameter):
         lm.extra_rows([gold], 0)
+
+
+def test_average_is_the_mean_of_the_models_weights_and_refuses_others(tmp_path):
+    from safetensors.torch import load_file
+
+    config, first = _tiny()
+    _, second = _tiny()
+    with torch.no_grad():
+        for p in second.parameters():
+            p.add_(1.0)
+    first.save_pretrained(tmp_path / "a")
+    second.save_pretrained(tmp_path / "b")
+    lm.average([tmp_path / "a", tmp_path / "b"], output=tmp_path / "mean")
+    got = load_file(str(tmp_path / "mean" / "model.safetensors"))
+    a, b = first.state_dict(), second.state_dict()
+    name = "classifier.dense.weight"
+    assert torch.allclose(got[name], (a[name] + b[name]) / 2)
+    assert torch.allclose(got[name], a[name] + 0.5)
+    assert (tmp_path / "mean" / "config.json").exists()
+    other = transformers.MPNetForSequenceClassification(transformers.MPNetConfig(
+        vocab_size=config.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=37, num_labels=3))
+    other.save_pretrained(tmp_path / "c")
+    with pytest.raises(Exception, match="does not have the tensors"):
+        lm.average([tmp_path / "a", tmp_path / "c"], output=tmp_path / "bad")

@@ -24,6 +24,8 @@ the same dequantized weights from the full model here, adds the adapters (W + B 
 saves an ordinary Hugging Face model directory the detector loads with
 ``config={"model": {"model": PATH}}``.
 
+``average`` makes one model of several merged ones (their weights' mean).
+
 ``finetune`` goes on training the shipped adapters here, on this CPU, on a few thousand new rows
 plus a replay sample of the mix (the adapter folder it writes is what ``merge`` reads).
 
@@ -780,6 +782,32 @@ def merge(
 
     build_merged_model(adapter, base, output)
     log(f"merged {adapter} into {output}")
+
+
+@app.command()
+def average(
+    models: List[Path] = typer.Argument(..., help="Merged model folders of the same architecture."),
+    output: Path = typer.Option(..., help="Folder for the averaged model (the first model's config and tokenizer)."),
+) -> None:
+    """The mean of several merged models' weights (a "model soup", Wortsman et al. 2022): one model
+    of the same size and cost. LoRA adapters themselves cannot be averaged (their deltas are products)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    if len(models) < 2:
+        raise typer.BadParameter("give at least two models")
+    weights = [load_file(str(m / "model.safetensors")) for m in models]
+    keys = set(weights[0])
+    for m, w in zip(models[1:], weights[1:]):
+        if set(w) != keys or any(w[k].shape != weights[0][k].shape for k in keys):
+            raise typer.BadParameter(f"{m} does not have the tensors of {models[0]}")
+    out = {}
+    for k, first in weights[0].items():
+        out[k] = (sum(w[k].double() for w in weights) / len(weights)).to(first.dtype) if first.is_floating_point() else first
+    shutil.copytree(models[0], output, dirs_exist_ok=True)
+    save_file(out, str(output / "model.safetensors"))
+    log(f"averaged {len(models)} models into {output}")
 
 
 if __name__ == "__main__":
