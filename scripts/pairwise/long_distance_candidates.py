@@ -51,13 +51,14 @@ def main(
     suite: Path = typer.Option(ROOT / "data" / "near_miss"),
     pattern: str = typer.Option("train_*.jsonl"),
     capability: str = typer.Option("long-distance"),
+    model: str = typer.Option("default", help="The first model (a folder with its pair_scorer.json, or a name)."),
     encoders: List[str] = typer.Option(["minilm"], "--encoder", help="Sentence encoders for the embedding "
                                                                      "choice ('minilm' or a local model folder)."),
 ) -> None:
     from spacy_inconsistency.backends.embeddings import SentenceEncoder
 
     records = [r for r in read_behaviour_suite(suite, pattern) if r["capability"] == capability]
-    nlp = build_pipeline("default", {"rescorer": None})
+    nlp = build_pipeline(model, {"rescorer": None})
     detector = nlp.get_pipe("inconsistency_detector")
     encs = {name: SentenceEncoder(name) for name in encoders}
     hits: Dict[str, Dict[str, List[bool]]] = {}
