@@ -426,3 +426,17 @@ def test_fit_logistic_keeps_each_folds_model_and_what_it_did_not_see():
         p = 1 / (1 + numpy.exp(-(Z[f["held_out"]] @ f["coef"] + f["intercept"])))
         assert numpy.allclose(p, oof[f["held_out"]])
         assert not numpy.allclose(f["coef"], fitted["coef"])
+
+
+ld_candidates = _load("long_distance_candidates", ROOT / "scripts" / "pairwise" / "long_distance_candidates.py")
+
+
+def test_long_distance_probe_reads_the_top_pairs_and_then_the_most_alike():
+    import numpy
+
+    first = numpy.arange(12, 0, -1, dtype=float)  # pairs 0..7 are the first model's 8 highest
+    other = numpy.zeros(12)
+    other[[0, 9, 11]] = [5.0, 0.3, 0.7]  # pair 0 is already read; 10 shares nothing
+    assert ld_candidates.chosen(first, other, 0) == set(range(8))
+    assert ld_candidates.chosen(first, other, 4) == set(range(8)) | {9, 11}
+    assert ld_candidates.chosen(first, other, 1) == set(range(8)) | {11}
