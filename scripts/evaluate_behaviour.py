@@ -48,16 +48,17 @@ def _overlapping_units(units, span: Tuple[int, int]) -> List[int]:
     return [i for i, u in enumerate(units) if u.start_char < span[1] and span[0] < u.end_char]
 
 
-def gold_pair_score(scores, gold: Tuple[Tuple[int, int], Tuple[int, int]]) -> Optional[float]:
-    """Highest score of a scored pair of units covering the two gold sentences, one each."""
+def gold_pair_indices(scores, gold: Tuple[Tuple[int, int], Tuple[int, int]]) -> List[int]:
+    """Indices of the compared pairs of units covering the two gold sentences, one each."""
     a = set(_overlapping_units(scores.units, gold[0]))
     b = set(_overlapping_units(scores.units, gold[1]))
-    best = None
-    for k, (i, j) in enumerate(scores.pairs.tolist()):
-        if (i in a and j in b) or (i in b and j in a):
-            value = float(scores.score[k])
-            best = value if best is None else max(best, value)
-    return best
+    return [k for k, (i, j) in enumerate(scores.pairs.tolist()) if (i in a and j in b) or (i in b and j in a)]
+
+
+def gold_pair_score(scores, gold: Tuple[Tuple[int, int], Tuple[int, int]]) -> Optional[float]:
+    """Highest score of a scored pair of units covering the two gold sentences, one each."""
+    found = gold_pair_indices(scores, gold)
+    return max(float(scores.score[k]) for k in found) if found else None
 
 
 def outcome(doc, scores, gold) -> DocOutcome:

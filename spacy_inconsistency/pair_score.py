@@ -210,8 +210,7 @@ class PairScoreModel:
         pairs, chosen by these settings (`rescore_top_k`, ...); its `"cascade"` rule,
         fitted on what such a cascade reads, applies when it was fitted for them."""
         rule = None
-        if cascade is not None and alignment and self.cascade_settings is not None \
-                and self.cascade_settings == dict(cascade):
+        if cascade is not None and alignment and self.cascade_settings == dict(cascade):
             rule = self.document_thresholds.get("cascade")
         rule = rule or self.document_thresholds.get("full" if alignment else "nli_only")
         return rule(n_pairs) if rule is not None else self.threshold

@@ -341,5 +341,7 @@ def test_average_is_the_mean_of_the_models_weights_and_refuses_others(tmp_path):
         vocab_size=config.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=37, num_labels=3))
     other.save_pretrained(tmp_path / "c")
-    with pytest.raises(Exception, match="does not have the tensors"):
+    import typer
+
+    with pytest.raises(typer.BadParameter, match="does not have the tensors"):
         lm.average([tmp_path / "a", tmp_path / "c"], output=tmp_path / "bad")

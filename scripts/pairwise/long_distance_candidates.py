@@ -23,19 +23,12 @@ import typer
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from evaluate_behaviour import _overlapping_units, build_pipeline  # noqa: E402
+from evaluate_behaviour import build_pipeline, gold_pair_indices  # noqa: E402
 
-from spacy_inconsistency import candidates as _candidates  # noqa: E402
+from spacy_inconsistency.components.pairwise import term_similarities  # noqa: E402
 from spacy_inconsistency.corpora.behaviour import read_behaviour_suite  # noqa: E402
 
 TOP_K = 8
-
-
-def gold_indices(scores, gold) -> List[int]:
-    """Indices of the compared pairs that cover the two gold sentences, one each."""
-    a = set(_overlapping_units(scores.units, gold[0]))
-    b = set(_overlapping_units(scores.units, gold[1]))
-    return [k for k, (i, j) in enumerate(scores.pairs.tolist()) if (i in a and j in b) or (i in b and j in a)]
 
 
 def chosen(first: numpy.ndarray, other: numpy.ndarray, extra: int) -> set:
@@ -67,14 +60,12 @@ def main(
         docs = [nlp.make_doc(r[side]["text"]) for r in records]
         detector.segment(docs)
         for r, doc, scores in zip(records, docs, detector.predict(docs)):
-            gold = gold_indices(scores, r["gold"] if side == "contradiction" else r["control_gold"])
+            gold = gold_pair_indices(scores, r["gold"] if side == "contradiction" else r["control_gold"])
             if not gold:
                 continue
             n_pairs.append(len(scores.pairs))
             pairs = scores.pairs
-            index = _candidates.TermIndex(_candidates.unit_terms(scores.units), max_df=1.0)
-            tfidf = (numpy.zeros(len(pairs)) if index.X is None else
-                     numpy.asarray(index.X[pairs[:, 0]].multiply(index.X[pairs[:, 1]]).sum(axis=1)).ravel())
+            tfidf = term_similarities(scores.units, pairs)
             ways = {f"tf-idf {k}": chosen(scores.score, tfidf, k) for k in (0, 4, 8)}
             for name, enc in encs.items():
                 v = enc.encode([u.text.strip() for u in scores.units])

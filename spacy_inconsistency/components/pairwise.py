@@ -86,10 +86,24 @@ CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", 
 CASCADE_KEYS = ("rescore_top_k", "rescore_similar_k")
 
 
+def term_similarities(units: Sequence[Span], pairs: numpy.ndarray) -> numpy.ndarray:
+    """The tf-idf cosine of each pair's units over their content words within the Doc
+    (`candidates.TermIndex`); 0 for pairs that share no such word.
+
+    units (Sequence[Span]): The Doc's units.
+    pairs (numpy.ndarray): int, shape (n, 2), indices into `units`.
+    RETURNS (numpy.ndarray): float, shape (n,).
+    """
+    index = _candidates.TermIndex(_candidates.unit_terms(units), max_df=1.0)
+    if index.X is None or not len(pairs):
+        return numpy.zeros(len(pairs))
+    return numpy.asarray(index.X[pairs[:, 0]].multiply(index.X[pairs[:, 1]]).sum(axis=1)).ravel()
+
+
 def similar_pairs(units: Sequence[Span], pairs: numpy.ndarray, top: numpy.ndarray, k: int) -> numpy.ndarray:
-    """Indices into `pairs` of the `k` pairs outside `top` whose units are most alike: the
-    tf-idf cosine of their content words within the Doc (`candidates.TermIndex`); pairs that
-    share no such word are never chosen. Ties keep the earlier pair.
+    """Indices into `pairs` of the `k` pairs outside `top` whose units are most alike
+    (`term_similarities`); pairs that share no content word are never chosen. Ties keep
+    the earlier pair.
 
     units (Sequence[Span]): The Doc's units.
     pairs (numpy.ndarray): int, shape (n, 2), indices into `units`.
@@ -99,10 +113,7 @@ def similar_pairs(units: Sequence[Span], pairs: numpy.ndarray, top: numpy.ndarra
     """
     if k < 1 or len(pairs) <= len(top):
         return numpy.zeros(0, dtype=numpy.int64)
-    index = _candidates.TermIndex(_candidates.unit_terms(units), max_df=1.0)
-    if index.X is None:
-        return numpy.zeros(0, dtype=numpy.int64)
-    sims = numpy.asarray(index.X[pairs[:, 0]].multiply(index.X[pairs[:, 1]]).sum(axis=1)).ravel()
+    sims = term_similarities(units, pairs)
     sims[top] = 0.0
     order = numpy.argsort(-sims, kind="stable")[:k]
     return order[sims[order] > 0].astype(numpy.int64)
