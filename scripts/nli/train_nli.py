@@ -179,13 +179,26 @@ def quick_eval(model, tokenizer, rows, binary_sources, max_length, batch_size=64
     return {s: round(correct[s] / total[s], 4) for s in sorted(total)}
 
 
+def read_extra(spec: str, seed: int) -> List[dict]:
+    """The rows of an --extra-train file: all of PATH, or a seeded sample of N rows for PATH:N."""
+    path, sep, count = spec.rpartition(":")
+    if not (sep and count.isdigit()):
+        return read_jsonl(spec)
+    rows = read_jsonl(path)
+    n = int(count)
+    if n > len(rows):
+        raise typer.BadParameter(f"{spec}: asks for {n} rows, the file has {len(rows)}")
+    return random.Random(seed).sample(rows, n)
+
+
 def main(
     train: str = typer.Option(str(REPO_ROOT / "assets/nli/train.jsonl")),
     heldout: str = typer.Option(str(REPO_ROOT / "assets/nli/heldout.jsonl")),
     base: str = typer.Option(default_factory=default_base,
                              help="encoder to start from, or a trained checkpoint to continue from"),
     extra_train: List[str] = typer.Option([], help="more JSONL training files, used whole (e.g. document sentence "
-                                           "pairs); repeat the flag for several"),
+                                           "pairs), or PATH:N for a seeded sample of N rows of one (a replay "
+                                           "of the mix); repeat the flag for several"),
     subsample: int = typer.Option(0, help="seeded sample of this many rows of --train (0 = all)"),
     output: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6")),
     epochs: float = typer.Option(1.6),
@@ -237,7 +250,7 @@ def main(
     if subsample and subsample < len(rows):
         rows = random.Random(seed).sample(rows, subsample)
     for extra in extra_train:
-        rows.extend(read_jsonl(extra))
+        rows.extend(read_extra(extra, seed))
     n_reversed = 0
     if symmetric:
         rows, n_reversed = add_reverse_contradictions(rows)
