@@ -94,3 +94,67 @@ def test_held_out_word_lists_are_disjoint_from_training_lists():
     train_words = {w for pair in mod.TRAIN + mod.SYNONYMS for w in pair}
     held_words = {w for pair in mod.HELDOUT + mod.SYNONYMS_HELDOUT for w in pair}
     assert not train_words & held_words, train_words & held_words
+
+
+def test_extra_train_takes_a_seeded_sample_with_path_colon_n(tmp_path):
+    train_nli = load_script("train_nli")
+    rows = [{"premise": f"p{i}", "hypothesis": f"h{i}", "label": "neutral", "source": "s"} for i in range(50)]
+    path = tmp_path / "rows.jsonl"
+    write_jsonl(path, rows)
+    assert train_nli.read_extra(str(path), 0) == rows
+    sample = train_nli.read_extra(f"{path}:7", 0)
+    assert len(sample) == 7 and len({r["premise"] for r in sample}) == 7
+    assert all(r in rows for r in sample)
+    assert sample == train_nli.read_extra(f"{path}:7", 0)  # the seed decides, not the call
+    assert sample != train_nli.read_extra(f"{path}:7", 1)
+    try:
+        train_nli.read_extra(f"{path}:51", 0)
+    except typer.BadParameter as err:
+        assert "51" in str(err) and "50" in str(err)
+    else:
+        raise AssertionError("a sample larger than the file was not refused")
+
+
+def _stage(base, rows, argv):
+    return {"base": base, "train_rows": rows, "reversed_contradictions_added": 10, "epochs_done": 1.0, "weight_decay": 0.01,
+            "warmup_fraction": 0.06, "lr": 3e-5, "batch_size": 32, "max_length": 128, "seed": 0, "bf16": False,
+            "steps": 5, "train_wall_s": 120.0, "threads": 2, "examples_per_s": 40.0, "torch": "2", "argv": argv}
+
+
+def test_package_finds_earlier_stages_through_each_base_and_writes_them_to_the_card(tmp_path):
+    package = load_script("package_model")
+    packaged = tmp_path / "packaged"  # a model packaged before: its metrics.json holds its own stages
+    packaged.mkdir()
+    first = _stage("assets/encoder", 155639, ["train_nli.py", "--output", "one"])
+    (packaged / "metrics.json").write_text(json.dumps({"training": first, "earlier_stages": []}))
+    second = tmp_path / "second"  # a trained checkpoint that started from it
+    second.mkdir()
+    middle = _stage(str(packaged), 18554, ["train_nli.py", "--base", "packaged"])
+    (second / "training_info.json").write_text(json.dumps(middle))
+    assert package.earlier_stages(str(second)) == [first, middle]
+    assert package.earlier_stages(str(packaged)) == [first]
+    assert package.earlier_stages(str(tmp_path / "no such model")) == []
+    last = _stage(str(second), 1000, ["train_nli.py", "--base", "second"])
+    card = package.model_card(last, {"fp32": {}}, {}, [], None, None, [], "fp16", 46.0, "0" * 64,
+                              package.earlier_stages(str(second)))
+    assert "Trained in 3 stages. Stage 1, from the base encoder: 155,639 rows" in card
+    assert "Stage 2, from stage 1: 18,554 rows" in card and "Stage 3, from stage 2: 1,000 rows" in card
+    assert "18,554 rows" in card and "1,000 rows" in card
+    assert "Stage 3: AdamW" in card
+    how = card.split("one per\nstage")[1]
+    assert how.index("--output one") < how.index("--base packaged") < how.index("--base second")
+    single = package.model_card(first, {"fp32": {}}, {}, [], None, None, [], "fp16", 46.0, "0" * 64)
+    assert "One stage from the base encoder, 155,639 rows" in single and "Stage 2" not in single
+
+
+def test_heldout_table_sets_the_model_before_the_last_stage_beside_on_the_same_rows():
+    package = load_script("package_model")
+    ev = {"fp32": {"snli": {"task": "3-way", "n": 100, "accuracy": 80.0},
+                   "taxinli": {"task": "3-way", "n": 10, "accuracy": 50.0}}}
+    before = {"fp32": {"snli": {"task": "3-way", "n": 100, "accuracy": 75.5},
+                       "taxinli": {"task": "3-way", "n": 9, "accuracy": 90.0}}}
+    table = package.heldout_table(ev, before).splitlines()
+    assert table[0].endswith("| before the last stage (fp32) |") and table[1].count("---") == 6
+    assert table[2] == "| snli | 3-way | 100 | 80.00 | - | 75.50 |"
+    assert table[3].endswith("| 50.00 | - | - |")  # other rows than this model's: not set beside
+    assert "before" not in package.heldout_table(ev)

@@ -8,11 +8,14 @@ learned pair score fitted for the model (``pair_scorer.json``), checks that the 
 reloads offline and predicts as the fp16-rounded model does, and writes ``metrics.json``
 and the model card ``README.md`` from the evaluation files.
 
-    python scripts/nli/package_model.py --model training/nli-minilm-l6-skills \
-        --eval training/nli-minilm-l6-skills-eval.json --stats assets/nli/stats.json \
+A model trained in stages (``train_nli.py --base`` a trained checkpoint or a packaged model) has
+the records of its earlier stages found through each stage's ``base`` and written to the card.
+
+    python scripts/nli/package_model.py --model training/nli-minilm-l6-near-miss \
+        --eval training/nli-minilm-l6-near-miss-eval.json --stats assets/nli/stats.json \
         --doc-evals training/docpairs-eval.json --doc-evals training/unrelated-eval.json \
         --doc-evals training/antonym-eval.json \
-        --behaviour metrics/behaviour_test.json --output spacy_inconsistency/models/nli-minilm-l6
+        --behaviour training/nli-minilm-l6-near-miss-behaviour.json --output spacy_inconsistency/models/nli-minilm-l6
 """
 from __future__ import annotations
 
@@ -64,6 +67,13 @@ SOURCES = [
      "as their sources", "neutral"),
     ("Antonym / synonym swaps", "one word of a curated list swapped (`make_antonym_pairs.py`) + Breaking NLI rows",
      "as their sources", "contradiction / entailment; part of the antonyms never trained on"),
+    ("Containment rows (stage 2 only)", "ConTRoL training passages (`containment_pairs.py`)", "see ConTRoL",
+     "a premise that contains the hypothesis word for word: entailment; same-passage controls: neutral"),
+    ("Written near-miss documents (stage 2 only)", "`data/near_miss`, written for this project "
+     "(`make_near_miss_pairs.py`); none of the behavioural suite's documents, sentences or domains",
+     "this project's",
+     "each document's contradictory pair: contradiction; its consistent control's near-miss pair and two other "
+     "unit pairs of each document: `not_contradiction`"),
     ("Edits of real sentences", "ConTRoL training passages and TaxiNLI premises parsed with en_core_web_sm "
      "(`make_edit_pairs.py`); 10% of the documents held out", "as their sources",
      "contradictions: negated main verb, changed number, date, place, quantifier; controls with the same "
@@ -113,11 +123,18 @@ def spot_checks(tok, model):
     return rows
 
 
-def heldout_table(ev):
-    lines = ["| source | task | n | fp32 | fp16 |", "|---|---|---|---|---|"]
+def heldout_table(ev, previous=None):
+    """Accuracy per held-out source; `previous`: the same evaluation of the model the last
+    training stage started from, as a column of its own (a source it lacks: -)."""
+    head = "| source | task | n | fp32 | fp16 |" + (" before the last stage (fp32) |" if previous else "")
+    lines = [head, "|---" * (6 if previous else 5) + "|"]
     for s, v in ev["fp32"].items():
         fp16 = ev.get("fp16", {}).get(s, {}).get("accuracy")
-        lines.append(f"| {s} | {v['task']} | {v['n']} | {v['accuracy']:.2f} | {fmt(fp16)} |")
+        line = f"| {s} | {v['task']} | {v['n']} | {v['accuracy']:.2f} | {fmt(fp16)} |"
+        if previous:
+            before = previous.get("fp32", {}).get(s, {})
+            line += f" {fmt(before.get('accuracy')) if before.get('n') == v['n'] else '-'} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -142,7 +159,37 @@ def behaviour_table(beh):
     return "\n".join(lines)
 
 
-def model_card(info, ev, stats, doc_evals, scorer, beh, checks, dtype, size_mb, digest):
+def earlier_stages(base: str, depth: int = 0) -> List[dict]:
+    """The training records of the stages before one that started from ``base``, oldest first: a
+    trained checkpoint keeps its ``training_info.json``, a packaged model its ``metrics.json``."""
+    path = Path(base)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    if depth > 8 or not path.is_dir():
+        return []
+    record = read(path / "training_info.json")
+    if record is not None:
+        return earlier_stages(record.get("base", ""), depth + 1) + [record]
+    metrics = read(path / "metrics.json") or {}
+    if "training" not in metrics:
+        return []
+    return list(metrics.get("earlier_stages") or []) + [metrics["training"]]
+
+
+def stage_line(info: dict) -> str:
+    return (f"AdamW (weight decay {info['weight_decay']}), linear warmup ({info['warmup_fraction']}) and decay, "
+            f"lr {info['lr']}, batch {info['batch_size']}, max length {info['max_length']}, length-bucketed batches, "
+            f"grad-norm clip 1.0, seed {info['seed']}, bf16 autocast: {info.get('bf16')}; {info['steps']} steps, "
+            f"{info['train_wall_s'] / 60:.0f} min on {info['threads']} CPU threads ({info['examples_per_s']} "
+            f"examples/s, torch {info['torch']})")
+
+
+def stage_rows(info: dict) -> str:
+    return (f"{info['train_rows']:,} rows ({info.get('reversed_contradictions_added', 0):,} of them the reverse of a "
+            f"contradiction pair: `--symmetric`), {info['epochs_done']} epoch")
+
+
+def model_card(info, ev, stats, doc_evals, scorer, beh, checks, dtype, size_mb, digest, stages=(), previous_eval=None):
     sym = ev.get("symmetry", {}).get("all") or {}
     rows = "\n".join(f"| {n} | {o} | {lic} | {m} |" for n, o, lic, m in SOURCES)
     pair_info = scorer.get("info", {}).get("results", {}) if scorer else {}
@@ -151,8 +198,33 @@ def model_card(info, ev, stats, doc_evals, scorer, beh, checks, dtype, size_mb, 
     news = info_ps.get("calibration_news") or {}
     doc_t = info_ps.get("document_threshold") or {}
     chosen = doc_t.get("chosen") or {}
+    within_caps = (chosen.get("news_flagged") or 0.0) <= (news.get("max_share") or 0.03) + 1e-9
+    alpha_reason = (f"the largest that flags at most 10% of the dev controls and 3% of {news.get('articles', 0)} "
+                    "further news articles" if within_caps else
+                    f"the strictest rule tried (0.01 to 0.30): none flags 3% or fewer of {news.get('articles', 0)} "
+                    "further news articles, whose few highest-scoring ones exceed every rule")
     checks_md = "\n".join(f"| {a} | {b} | {p:.3f} | {q:.3f} |" for a, b, p, q in checks)
-    card = f"""# nli-minilm-l6: the detector's NLI cross-encoder (all-MiniLM-L6-v2 fine-tuned) and its pair score
+    stages = list(stages)
+    if stages:
+        first = stages[0]
+        training = (f"Trained in {len(stages) + 1} stages. Stage 1, from the base encoder: {stage_rows(first)}. "
+                    + " ".join(f"Stage {i}, from stage {i - 1}: {stage_rows(s)}."
+                               for i, s in enumerate(stages[1:] + [info], 2))
+                    + " The last stage read the written near-miss documents beside a seeded replay of the stage-1 "
+                    "mix (with the containment rows), so that the stage-1 skills are kept (`--extra-train FILE:N` "
+                    "is a sample of N rows; the commands are at the end of this card)")
+        hyper = (f"Stage 1: {stage_line(first)}.\n\n"
+                 + "\n\n".join(f"Stage {i}: {stage_line(s)}." for i, s in enumerate(stages[1:] + [info], 2)))
+        how = "\n".join(" ".join(s.get("argv", [])) for s in stages + [info])
+    else:
+        training = f"One stage from the base encoder, {stage_rows(info)}"
+        hyper = stage_line(info) + "."
+        how = " ".join(info.get("argv", []))
+    card = f"""# nli-minilm-l6: the detector's first NLI cross-encoder (all-MiniLM-L6-v2 fine-tuned) and its pair score
+
+The detector's first stage: it reads every candidate pair, and by default its 8 highest pairs per
+document are read again by the second stage, [nli-mpnet-lora](../nli-mpnet-lora/README.md). The
+figures on this card are this model's alone (`config={{"rescorer": None}}`).
 
 A 6-layer BERT (22.7M parameters) fine-tuned in this project, on CPU, as a 3-way NLI
 cross-encoder: input `[CLS] premise [SEP] hypothesis [SEP]`, logits for `0 entailment`,
@@ -168,8 +240,7 @@ saw SNLI and MNLI training pairs in its contrastive pre-training.
 
 ## Training data
 
-One stage from the base encoder, {info['train_rows']:,} rows ({info.get('reversed_contradictions_added', 0):,} of them
-the reverse of a contradiction pair: `--symmetric`), {info['epochs_done']} epoch. Files are copied byte for byte from
+{training}. Files are copied byte for byte from
 `../shared/data` (`MANIFEST.tsv` names each repository and commit). Held-out rows are split per source by premise
 group and never trained on; no held-out premise is edited or reused.
 
@@ -190,18 +261,15 @@ TRUE (SCALE evaluation and the news false-alarm check), and the behavioural suit
 
 ## Hyperparameters
 
-AdamW (weight decay {info['weight_decay']}), linear warmup ({info['warmup_fraction']}) and decay, lr {info['lr']},
-batch {info['batch_size']}, max length {info['max_length']}, length-bucketed batches, grad-norm clip 1.0,
-seed {info['seed']}, bf16 autocast: {info.get('bf16')}; {info['steps']} steps, {info['train_wall_s'] / 60:.0f} min on
-{info['threads']} CPU threads ({info['examples_per_s']} examples/s, torch {info['torch']}).
+{hyper}
 
 ## Held-out accuracy (%)
 
 `evaluate_nli.py` at max length 128. 3-way sources: 3-way accuracy; binary sources (incl. Curriculum tasks
 labelled entailed / not-entailed): entailment vs. not; `not_contradiction` rows: not predicted contradiction.
-fp16: weights rounded to fp16 (what the shipped files give).
+fp16: weights rounded to fp16 (what the shipped files give).{' Before the last stage: the same rows, the model it started from.' if previous_eval else ''}
 
-{heldout_table(ev)}
+{heldout_table(ev, previous_eval)}
 
 Symmetry: over {sym.get('n', 0)} held-out 3-way contradiction pairs, median |P(c | a, b) - P(c | b, a)| =
 **{fmt(sym.get('median_abs_diff'), 3)}**; both directions called contradiction: {fmt(100 * sym['both_directions_contradiction'] if sym else None, 1)}%.
@@ -223,8 +291,7 @@ ECE (15 bins) on the suite's document pairs: {fmt(full.get('oof_ece_suite_pairs'
 **Document threshold.** The highest pair score of a consistent document grows with its number of pairs,
 so the detector's threshold does too: with F the distribution of pair scores in consistent news
 ({doc_t.get('null_pairs', 0):,} out-of-fold pairs), a Doc of k pairs is flagged at F^-1((1 - alpha) ** (1/k)),
-never below {doc_t.get('floor')}; alpha = **{chosen.get('alpha')}**, the largest that flags at most 10% of the dev
-controls and 3% of {news.get('articles', 0)} further news articles (dev recall {fmt(chosen.get('dev_recall'))}, dev false
+never below {doc_t.get('floor')}; alpha = **{chosen.get('alpha')}**, {alpha_reason} (dev recall {fmt(chosen.get('dev_recall'))}, dev false
 alarms {fmt(chosen.get('dev_false_alarms'))}, news flagged {fmt(chosen.get('news_flagged'))}). Threshold by number of pairs:
 {', '.join(f'{k}: {v:.2f}' for k, v in doc_t.get('threshold_by_pairs', {}).items())}.
 A single fixed threshold cannot do this: the one best on the dev documents ({fmt(news.get('dev_threshold'), 3)})
@@ -234,8 +301,8 @@ finds almost nothing in short documents.
 
 ## Behavioural suite (test split, never used for fitting or choosing)
 
-`python scripts/evaluate_behaviour.py --split test` (`spacy project run evaluate-behaviour`), the default
-`inconsistency_detector`:
+`python scripts/evaluate_behaviour.py --split test --set rescorer=null` (`spacy project run evaluate-nli`),
+`inconsistency_detector` with this model alone (the default cascade's figures: docs/detection.md):
 
 {behaviour_table(beh) if beh else '(not measured)'}
 
@@ -248,31 +315,35 @@ finds almost nothing in short documents.
 ## How it was trained
 
 `spacy project run all` (see project.yml): `copy-data`, `prepare-nli`, `document-pairs`, `unrelated-pairs`,
-`antonym-pairs`, `skills-data`, `edit-pairs`, `train-nli`, `fit-pair-scorer`, `evaluate-nli`, `package-nli`.
-The training command as run:
+`antonym-pairs`, `skills-data`, `edit-pairs`, `containment-pairs`, `near-miss-pairs`, `train-nli`,
+`train-nli-near-miss`, `fit-pair-scorer`, `evaluate-nli`, `package-nli`. The training commands as run, one per
+stage (a `--base` inside the package is the model packaged there at the time):
 
 ```bash
-{' '.join(info.get('argv', []))}
+{how}
 ```
 """
     return card
 
 
 def main(
-    model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-skills"), "--model"),
-    eval_path: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-skills-eval.json"), "--eval"),
+    model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-near-miss"), "--model"),
+    eval_path: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-near-miss-eval.json"), "--eval"),
     stats: str = typer.Option(str(REPO_ROOT / "assets/nli/stats.json")),
     doc_eval_paths: List[str] = typer.Option([], "--doc-evals", help="evaluate_document_pairs.py outputs "
                                              "(repeat the flag for several)"),
     behaviour: Optional[str] = typer.Option(None, help="evaluate_behaviour.py output (test split)"),
     output: str = typer.Option(str(REPO_ROOT / "spacy_inconsistency/models/nli-minilm-l6")),
     max_fp16_drop: float = typer.Option(0.5, help="points, per source"),
+    previous_eval: Optional[str] = typer.Option(None, help="evaluate_nli.py output of the model the last stage "
+                                                "started from, on the same rows (a column of the card)"),
 ):
     """Package the trained NLI cross-encoder into spacy_inconsistency/models/nli-minilm-l6/."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     src = Path(model_dir)
     info = read(src / "training_info.json")
+    stages = earlier_stages(info.get("base", ""))  # before the output (perhaps the base) is replaced
     ev = read(eval_path)
     scorer = read(src / "pair_scorer.json")
     if scorer is None:
@@ -313,11 +384,12 @@ def main(
         "heldout": ev["fp32"], "symmetry": ev.get("symmetry"), "training": info, "stats": read(stats),
         "document_pairs": doc_evals, "pair_scorer": scorer.get("info"), "behaviour_test": beh,
         "spot_checks": [{"a": a, "b": b, "a_to_b": p, "b_to_a": q} for a, b, p, q in checks],
-        "model_safetensors_sha256": digest,
+        "model_safetensors_sha256": digest, "earlier_stages": stages,
+        "heldout_before_last_stage": (read(previous_eval) or {}).get("fp32"),
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf8")
     card = model_card(info, ev, read(stats), doc_evals, scorer, beh, checks,
-                      "fp16" if use_fp16 else "fp32", size_mb, digest)
+                      "fp16" if use_fp16 else "fp32", size_mb, digest, stages, read(previous_eval))
     (out / "README.md").write_text(card, encoding="utf8")
     log(f"packaged {out} ({size_mb:.1f} MB, {'fp16' if use_fp16 else 'fp32'})")
 
