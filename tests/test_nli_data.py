@@ -158,3 +158,18 @@ def test_heldout_table_sets_the_model_before_the_last_stage_beside_on_the_same_r
     assert table[2] == "| snli | 3-way | 100 | 80.00 | - | 75.50 |"
     assert table[3].endswith("| 50.00 | - | - |")  # other rows than this model's: not set beside
     assert "before" not in package.heldout_table(ev)
+
+
+def test_card_says_why_its_document_threshold_was_chosen():
+    package = load_script("package_model")
+
+    def card(news_flagged):
+        scorer = {"threshold": 0.9, "info": {
+            "calibration_news": {"articles": 60, "max_share": 0.03, "flagged_at_dev_threshold": 0.6},
+            "document_threshold": {"chosen": {"alpha": 0.01, "news_flagged": news_flagged}}}}
+        return package.model_card(_stage("base", 10, []), {"fp32": {}}, {}, [], scorer, None, [], "fp16", 1.0, "0" * 64)
+
+    assert "the largest that flags at most 10% of the dev controls and 3% of 60" in card(0.0167)
+    within_cap = card(0.0167)
+    over_cap = card(2 / 60)  # no rule met the news cap: the fit fell back to the strictest
+    assert "the strictest rule tried" in over_cap and "the strictest rule tried" not in within_cap
