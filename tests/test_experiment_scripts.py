@@ -428,6 +428,58 @@ def test_fit_logistic_keeps_each_folds_model_and_what_it_did_not_see():
         assert not numpy.allclose(f["coef"], fitted["coef"])
 
 
+
+def test_document_rule_falls_back_to_the_fewest_news_alarms_not_the_strictest():
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+
+    def row(alpha, dev_fa, news):
+        return {"alpha": alpha, "dev_recall": alpha, "dev_false_alarms": dev_fa, "news_flagged": news}
+
+    caps = {"max_dev_false_alarms": 0.10, "max_news_alarms": 0.03}
+    table = [row(0.01, 0.01, 0.02), row(0.02, 0.05, 0.02), row(0.03, 0.09, 0.05), row(0.04, 0.12, 0.02)]
+    assert fit.choose_alpha(table, **caps) == (table[1], "within_caps")
+    # every rule flags 2 of 60 articles (over 3%): the largest within the dev cap, not alpha 0.01
+    over = [row(0.01, 0.01, 2 / 60), row(0.02, 0.04, 2 / 60), row(0.03, 0.08, 2 / 60),
+            row(0.04, 0.105, 2 / 60), row(0.05, 0.09, 3 / 60)]
+    assert fit.choose_alpha(over, **caps) == (over[2], "lowest_news")
+    # the fewest news alarms come first, even at a smaller alpha
+    mixed = [row(0.01, 0.01, 2 / 60), row(0.02, 0.04, 3 / 60)]
+    assert fit.choose_alpha(mixed, **caps) == (mixed[0], "lowest_news")
+    none = [row(0.02, 0.2, 0.0), row(0.01, 0.15, 0.0)]
+    assert fit.choose_alpha(none, **caps) == (none[1], "strictest")
+    with pytest.raises(ValueError):
+        fit.choose_alpha([], **caps)
+
+
+
+def test_rechoosing_a_fitted_document_rule_keeps_the_pair_score(tmp_path):
+    import json
+
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+    from spacy_inconsistency.pair_score import PairScoreModel
+
+    shipped = json.loads((ROOT / "spacy_inconsistency" / "models" / "nli-minilm-l6" / "pair_scorer.json").read_text())
+    table = shipped["info"]["document_threshold"]["by_alpha"]
+    # as a fit that fell back to the strictest rule wrote it
+    for rule in shipped["document_thresholds"].values():
+        rule["alpha"] = table[0]["alpha"]
+    shipped["info"]["document_threshold"]["chosen"] = table[0]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(shipped))
+    caps = {"max_dev_false_alarms": 0.10, "max_news_alarms": 0.03}
+    fit.rechoose(old, tmp_path / "new.json", **caps)
+    expected, why = fit.choose_alpha(table, **caps)
+    before, after = PairScoreModel.from_disk(old), PairScoreModel.from_disk(tmp_path / "new.json")
+    assert after.info["document_threshold"]["chosen"] == expected
+    assert after.info["document_threshold"]["chosen_because"] == why
+    assert after.full.to_dict() == before.full.to_dict() and after.threshold == before.threshold
+    for key in ("full", "nli_only"):
+        assert after.document_thresholds[key].alpha == expected["alpha"]
+        assert list(after.document_thresholds[key].cdf) == list(before.document_thresholds[key].cdf)
+    if expected["alpha"] > table[0]["alpha"]:  # a larger alpha: a lower threshold at every length
+        assert after.document_threshold(30) < before.document_threshold(30)
+
+
 ld_candidates = _load("long_distance_candidates", ROOT / "scripts" / "pairwise" / "long_distance_candidates.py")
 
 

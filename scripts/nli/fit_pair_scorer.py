@@ -31,7 +31,8 @@ alpha is the largest (0.01 .. 0.30) that flags at most `--max-dev-false-alarms` 
 dev controls (out of fold) and at most `--max-news-alarms` of `--calibration-news`
 further news articles (the first ones of TRUE's FRANK and SummEval sources, taken as
 consistent; never an article of `qags_xsum.csv`, the news check of
-`evaluate_documents.py`). The fixed pair `threshold` (used across documents) is the one
+`evaluate_documents.py`); when none keeps the news cap, the largest within the dev cap
+of those that flag the fewest articles (`choose_alpha`). The fixed pair `threshold` (used across documents) is the one
 that maximises recall minus false alarms on the dev documents, raised until those news
 articles are flagged at most `--max-news-alarms`. The TEST split of the suite is never read.
 
@@ -250,6 +251,55 @@ def flagged(doc_max: numpy.ndarray, doc_pairs: numpy.ndarray, rule) -> numpy.nda
     return numpy.array([m >= rule(k) for m, k in zip(doc_max, doc_pairs)], dtype=bool)
 
 
+def choose_alpha(table: List[dict], *, max_dev_false_alarms: float, max_news_alarms: float) -> Tuple[dict, str]:
+    """The document rule to ship, from rows of increasing alpha, and why it was chosen.
+
+    "within_caps": the largest alpha that keeps both caps. When every rule flags more
+    news than its cap (a few articles score higher than any threshold reaches),
+    "lowest_news": the largest alpha within the dev cap among the rules that flag the
+    fewest news articles, so that no recall is given up for no news gained.
+    "strictest": no rule keeps even the dev cap, so the smallest alpha.
+    """
+    if not table:
+        raise ValueError("no document rule to choose from")
+    within_dev = [row for row in table if row["dev_false_alarms"] <= max_dev_false_alarms]
+    both = [row for row in within_dev if row.get("news_flagged", 0.0) <= max_news_alarms]
+    if both:
+        return max(both, key=lambda row: row["alpha"]), "within_caps"
+    if within_dev:
+        fewest = min(row.get("news_flagged", 0.0) for row in within_dev)
+        return max((row for row in within_dev if row.get("news_flagged", 0.0) <= fewest),
+                   key=lambda row: row["alpha"]), "lowest_news"
+    return min(table, key=lambda row: row["alpha"]), "strictest"
+
+
+def rechoose(fitted: Path, output: Path, *, max_dev_false_alarms: float, max_news_alarms: float) -> dict:
+    """Choose a fitted pair score's document rule again from the table its fit recorded
+    (the same pair score, CDFs and per-alpha figures), as this script now chooses it."""
+    from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
+
+    scorer = PairScoreModel.from_disk(fitted)
+    doc_t = scorer.info.get("document_threshold")
+    if not doc_t or not scorer.document_thresholds:
+        raise ValueError(f"{fitted} has no document threshold table to choose from")
+    chosen, why = choose_alpha(doc_t["by_alpha"], max_dev_false_alarms=max_dev_false_alarms,
+                               max_news_alarms=max_news_alarms)
+    for key in ("full", "nli_only"):
+        rule = scorer.document_thresholds[key]
+        scorer.document_thresholds[key] = DocumentThreshold(rule.cdf, alpha=chosen["alpha"], floor=rule.floor,
+                                                            max_pairs=rule.max_pairs)
+    previous = doc_t["chosen"]
+    doc_t.update({
+        "chosen": chosen, "chosen_because": why,
+        "threshold_by_pairs": {k: scorer.document_thresholds["full"](k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)},
+        "rechosen": {"from_alpha": previous["alpha"], "max_dev_false_alarms": max_dev_false_alarms,
+                     "max_news_alarms": max_news_alarms},
+    })
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scorer.to_disk(output)
+    return doc_t
+
+
 def sample_rows(path: Path, sources: Optional[set], per_source: int, rng) -> List[dict]:
     rows = [json.loads(line) for line in path.open(encoding="utf8")]
     if sources is not None:
@@ -348,7 +398,7 @@ def best_threshold(doc_scores: numpy.ndarray, doc_labels: numpy.ndarray) -> Tupl
 
 
 def main(
-    model: str = typer.Option(..., help="NLI model directory (or 'default')."),
+    model: Optional[str] = typer.Option(None, help="NLI model directory (or 'default')."),
     nli_dir: Path = typer.Option(ROOT / "assets" / "nli", help="Folder of the held-out pair files."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder (dev_*.jsonl is used)."),
     output: Path = typer.Option(..., help="Where pair_scorer.json goes."),
@@ -365,7 +415,15 @@ def main(
     min_threshold: float = typer.Option(0.3, help="The document threshold's floor (documents of very few pairs)."),
     news_negatives: int = typer.Option(80, help="Further news articles whose compared pairs are fitted as not contradictions."),
     gated: bool = typer.Option(True, help="Alignment features only scale the NLI evidence (no weight of their own)."),
+    rechoose_from: Optional[Path] = typer.Option(None, help="Fit nothing: choose this pair_scorer.json's document rule again from its recorded table."),
 ) -> None:
+    if rechoose_from is not None:
+        doc_t = rechoose(rechoose_from, output, max_dev_false_alarms=max_dev_false_alarms, max_news_alarms=max_news_alarms)
+        log(f"document threshold: {json.dumps(doc_t['chosen'])} ({doc_t['chosen_because']}); "
+            f"by pairs {json.dumps(doc_t['threshold_by_pairs'])}; wrote {output}")
+        return
+    if model is None:
+        raise typer.BadParameter("--model is required (or --rechoose-from)")
     import random
 
     import torch
@@ -494,7 +552,7 @@ def main(
     if cdfs:
         from spacy_inconsistency.pair_score import DocumentThreshold
 
-        chosen, table = None, []
+        table = []
         for alpha in numpy.round(numpy.arange(0.01, 0.301, 0.01), 2):
             rule = DocumentThreshold(cdfs["full"], alpha=float(alpha), floor=min_threshold)
             row = {"alpha": float(alpha),
@@ -503,14 +561,12 @@ def main(
             if news_max is not None:
                 row["news_flagged"] = float(flagged(news_max, news_pairs_n, rule).mean())
             table.append(row)
-            if row["dev_false_alarms"] <= max_dev_false_alarms and row.get("news_flagged", 0.0) <= max_news_alarms:
-                chosen = row
-        chosen = chosen or table[0]
+        chosen, why = choose_alpha(table, max_dev_false_alarms=max_dev_false_alarms, max_news_alarms=max_news_alarms)
         for row in table:
             log(f"  document threshold {json.dumps(row)}")
         document_thresholds = {key: DocumentThreshold(cdf, alpha=chosen["alpha"], floor=min_threshold) for key, cdf in cdfs.items()}
         info["document_threshold"] = {
-            "chosen": chosen, "by_alpha": table, "floor": min_threshold, "null_pairs": int(news_mask.sum()),
+            "chosen": chosen, "chosen_because": why, "by_alpha": table, "floor": min_threshold, "null_pairs": int(news_mask.sum()),
             "threshold_by_pairs": {k: document_thresholds["full"](k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)},
         }
         log(f"document threshold: {json.dumps(info['document_threshold']['chosen'])}; "
