@@ -3,6 +3,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -163,13 +164,43 @@ def test_heldout_table_sets_the_model_before_the_last_stage_beside_on_the_same_r
 def test_card_says_why_its_document_threshold_was_chosen():
     package = load_script("package_model")
 
-    def card(news_flagged):
+    def card(news_flagged, because=None):
+        doc_t = {"chosen": {"alpha": 0.04, "news_flagged": news_flagged}}
+        if because:
+            doc_t["chosen_because"] = because
         scorer = {"threshold": 0.9, "info": {
             "calibration_news": {"articles": 60, "max_share": 0.03, "flagged_at_dev_threshold": 0.6},
-            "document_threshold": {"chosen": {"alpha": 0.01, "news_flagged": news_flagged}}}}
+            "document_threshold": doc_t}}
         return package.model_card(_stage("base", 10, []), {"fp32": {}}, {}, [], scorer, None, [], "fp16", 1.0, "0" * 64)
 
     assert "the largest that flags at most 10% of the dev controls and 3% of 60" in card(0.0167)
     within_cap = card(0.0167)
-    over_cap = card(2 / 60)  # no rule met the news cap: the fit fell back to the strictest
+    over_cap = card(2 / 60)  # a fit that did not record why: it fell back to the strictest
     assert "the strictest rule tried" in over_cap and "the strictest rule tried" not in within_cap
+    fewest = card(2 / 60, "lowest_news")
+    assert "among the rules that flag the fewest of 60 further news articles: none" in fewest
+    assert "the strictest" not in fewest and "none flags 10% or fewer of the dev controls" in card(0.0, "strictest")
+
+
+def test_card_only_rewrites_the_shipped_card_from_its_metrics(tmp_path):
+    """The shipped card is what the generator writes from metrics.json; a new pair score or
+    behaviour run changes only what they describe, and other weights are refused."""
+    package = load_script("package_model")
+    shipped = Path(__file__).resolve().parents[1] / "spacy_inconsistency" / "models" / "nli-minilm-l6"
+    out = tmp_path / "model"
+    out.mkdir()
+    for p in shipped.iterdir():
+        (out / p.name).symlink_to(p) if p.name == "model.safetensors" else (out / p.name).write_bytes(p.read_bytes())
+    package.recard(out, None, None)
+    assert (out / "README.md").read_text() == (shipped / "README.md").read_text()
+    beh = json.loads((shipped / "metrics.json").read_text())["behaviour_test"]
+    beh["all"]["recall"] = 0.987
+    (tmp_path / "beh.json").write_text(json.dumps(beh))
+    package.recard(out, None, str(tmp_path / "beh.json"))
+    card = (out / "README.md").read_text()
+    assert "| **all** | 250 | 0.99 |" in card and "| **all** | 250 | 0.99 |" not in (shipped / "README.md").read_text()
+    assert json.loads((out / "metrics.json").read_text())["behaviour_test"]["all"]["recall"] == 0.987
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").write_bytes(b"other weights")
+    with pytest.raises(SystemExit, match="not the model its metrics.json describes"):
+        package.recard(out, None, None)

@@ -199,10 +199,18 @@ def model_card(info, ev, stats, doc_evals, scorer, beh, checks, dtype, size_mb, 
     doc_t = info_ps.get("document_threshold") or {}
     chosen = doc_t.get("chosen") or {}
     within_caps = (chosen.get("news_flagged") or 0.0) <= (news.get("max_share") or 0.03) + 1e-9
-    alpha_reason = (f"the largest that flags at most 10% of the dev controls and 3% of {news.get('articles', 0)} "
-                    "further news articles" if within_caps else
-                    f"the strictest rule tried (0.01 to 0.30): none flags 3% or fewer of {news.get('articles', 0)} "
-                    "further news articles, whose few highest-scoring ones exceed every rule")
+    # Fits before `chosen_because` was recorded fell back to the strictest rule.
+    because = doc_t.get("chosen_because") or ("within_caps" if within_caps else "no_news_rule")
+    articles = news.get("articles", 0)
+    alpha_reason = {
+        "within_caps": f"the largest that flags at most 10% of the dev controls and 3% of {articles} further news articles",
+        "lowest_news": (f"the largest that flags at most 10% of the dev controls among the rules that flag the fewest "
+                        f"of {articles} further news articles: none of the rules tried (0.01 to 0.30) keeps 3% of them, "
+                        "whose few highest-scoring ones exceed every rule"),
+        "no_news_rule": (f"the strictest rule tried (0.01 to 0.30): none flags 3% or fewer of {articles} "
+                         "further news articles, whose few highest-scoring ones exceed every rule"),
+        "strictest": "the strictest rule tried (0.01 to 0.30): none flags 10% or fewer of the dev controls",
+    }[because]
     checks_md = "\n".join(f"| {a} | {b} | {p:.3f} | {q:.3f} |" for a, b, p, q in checks)
     stages = list(stages)
     if stages:
@@ -326,6 +334,33 @@ stage (a `--base` inside the package is the model packaged there at the time):
     return card
 
 
+def recard(out: Path, pair_scorer: Optional[str], behaviour: Optional[str]) -> None:
+    """Write an already packaged model's card and metrics.json again from its metrics.json,
+    with a new pair_scorer.json (copied in) and/or behaviour figures; the weights are not touched."""
+    metrics = read(out / "metrics.json")
+    if metrics is None:
+        raise SystemExit(f"{out / 'metrics.json'} is missing: package the model first")
+    if pair_scorer is not None and Path(pair_scorer).resolve() != (out / "pair_scorer.json").resolve():
+        shutil.copy(pair_scorer, out / "pair_scorer.json")
+    scorer = read(out / "pair_scorer.json")
+    beh = read(behaviour) if behaviour else metrics.get("behaviour_test")
+    digest = sha256(out / "model.safetensors")
+    if digest != metrics.get("model_safetensors_sha256"):
+        raise SystemExit(f"{out / 'model.safetensors'} is not the model its metrics.json describes")
+    drops = metrics.get("fp16_minus_fp32") or {}
+    ev = {"fp32": metrics["heldout"], "symmetry": metrics.get("symmetry"), "fp16_minus_fp32": drops,
+          "fp16": {s: {"accuracy": v["accuracy"] + drops[s]} for s, v in metrics["heldout"].items() if s in drops}}
+    checks = [(c["a"], c["b"], c["a_to_b"], c["b_to_a"]) for c in metrics.get("spot_checks", [])]
+    previous = {"fp32": metrics["heldout_before_last_stage"]} if metrics.get("heldout_before_last_stage") else None
+    size_mb = sum(p.stat().st_size for p in out.iterdir() if p.name in KEEP) / 1e6
+    metrics.update({"pair_scorer": scorer.get("info"), "behaviour_test": beh})
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf8")
+    card = model_card(metrics["training"], ev, metrics.get("stats"), metrics.get("document_pairs") or [], scorer, beh,
+                      checks, metrics["stored_dtype"], size_mb, digest, metrics.get("earlier_stages") or [], previous)
+    (out / "README.md").write_text(card, encoding="utf8")
+    log(f"rewrote the card of {out}")
+
+
 def main(
     model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-near-miss"), "--model"),
     eval_path: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-near-miss-eval.json"), "--eval"),
@@ -337,8 +372,14 @@ def main(
     max_fp16_drop: float = typer.Option(0.5, help="points, per source"),
     previous_eval: Optional[str] = typer.Option(None, help="evaluate_nli.py output of the model the last stage "
                                                 "started from, on the same rows (a column of the card)"),
+    card_only: bool = typer.Option(False, help="Train nothing, package nothing: rewrite the card and metrics.json of "
+                                   "the model in --output with --pair-scorer and/or --behaviour"),
+    pair_scorer: Optional[str] = typer.Option(None, help="With --card-only: a pair_scorer.json for the model"),
 ):
     """Package the trained NLI cross-encoder into spacy_inconsistency/models/nli-minilm-l6/."""
+    if card_only:
+        recard(Path(output), pair_scorer, behaviour)
+        return
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     src = Path(model_dir)
