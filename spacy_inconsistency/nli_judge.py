@@ -78,6 +78,8 @@ class NLIJudgeClient(LLMClient):
     max_all_pairs (int): Up to this many pairs, all pairs are compared.
     lang (str): spaCy language of the tokenizer used to split sentences.
     device (str): Device of the NLI backend.
+    dtype (str): Number format of its forward passes ("auto": bfloat16 on CPUs
+        with native bf16, see `NLIBackend`).
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class NLIJudgeClient(LLMClient):
         max_all_pairs: int = 1000,
         lang: str = "en",
         device: str = "auto",
+        dtype: str = "auto",
     ) -> None:
         import spacy
 
@@ -102,10 +105,10 @@ class NLIJudgeClient(LLMClient):
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(Errors.E006.format(name="threshold", expected="in [0, 1] or null", value=threshold))
         self._settings = dict(threshold=threshold, aggregation=aggregation, window=window,
-                              max_all_pairs=max_all_pairs, lang=lang, device=device)
+                              max_all_pairs=max_all_pairs, lang=lang, device=device, dtype=dtype)
         self.model_name = model
         self.name = f"nli-judge({model})"
-        self.backend = NLIBackend(model, device=device, truncation="warn")
+        self.backend = NLIBackend(model, device=device, dtype=dtype, truncation="warn")
         if CONTRADICTION not in self.backend.label_index:
             raise ValueError(Errors.E003.format(name=model, label=CONTRADICTION, labels=list(self.backend.labels),
                                                 component="NLIJudgeClient"))

@@ -430,3 +430,13 @@ def test_real_openai_compatible_server(tmp_path):
     assert first["answers"][0].strip()
     assert trace["n_calls"] == len(trace["calls"]) >= 1
     assert isinstance(doc._.has_inconsistency, bool)
+
+
+def test_nli_judge_runs_its_model_in_the_number_format_asked(tiny_nli):
+    import torch
+
+    for dtype, torch_dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        client = NLIJudgeClient(tiny_nli, device="cpu", dtype=dtype)
+        assert client.backend.dtype_name == dtype and client.backend.dtype == torch_dtype
+        assert next(client.backend.model.parameters()).dtype == torch_dtype
+        assert client.__getstate__()["dtype"] == dtype  # a pickled judge is rebuilt in the same format

@@ -33,12 +33,13 @@ def _fmt(value: Optional[float]) -> str:
     return f"{value:.3g}"
 
 
-def make_client(judge: str, *, model: str, base_url: str, cache_dir: Optional[str], max_concurrency: int) -> Any:
+def make_client(judge: str, *, model: str, base_url: str, cache_dir: Optional[str], max_concurrency: int,
+                dtype: str = "auto") -> Any:
     from spacy_inconsistency.backends.llm import LocalHFChatClient, OpenAIChatClient
     from spacy_inconsistency.nli_judge import NLIJudgeClient
 
     if judge == "nli":
-        return NLIJudgeClient(model or "default", device="cpu")
+        return NLIJudgeClient(model or "default", device="cpu", dtype=dtype)
     if judge == "smollm2":
         return LocalHFChatClient(model or "smollm2", device="cpu")
     if judge == "openai":
@@ -74,6 +75,7 @@ def main(
     max_minutes: float = typer.Option(0.0, help="Skip strategies that would start after this many minutes (0: no limit)"),
     max_concurrency: int = typer.Option(4),
     threads: int = typer.Option(1),
+    dtype: str = typer.Option("auto", help="--judge nli: number format of the NLI model's forward passes (auto, float32, bfloat16, ...)"),
     output: List[Path] = typer.Option(..., help="JSON output, one per --data; .md and .predictions.jsonl are written beside it"),
     rescore_only: bool = typer.Option(False, "--rescore", help="Only recompute metrics and tables from the predictions of an earlier run"),
 ) -> None:
@@ -88,7 +90,8 @@ def main(
         raise typer.BadParameter("give one --output per --data")
     torch.set_num_threads(threads)
     wanted = [s.strip() for s in strategies.split(",") if s.strip()]
-    client = make_client(judge, model=model, base_url=base_url, cache_dir=cache_dir, max_concurrency=max_concurrency)
+    client = make_client(judge, model=model, base_url=base_url, cache_dir=cache_dir, max_concurrency=max_concurrency,
+                         dtype=dtype)
     started = time.time()
     for data_path, output_path in zip(data, output):
         evaluate(
