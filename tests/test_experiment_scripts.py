@@ -428,7 +428,6 @@ def test_fit_logistic_keeps_each_folds_model_and_what_it_did_not_see():
         assert not numpy.allclose(f["coef"], fitted["coef"])
 
 
-
 def test_document_rule_falls_back_to_the_fewest_news_alarms_not_the_strictest():
     fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
 
@@ -449,7 +448,6 @@ def test_document_rule_falls_back_to_the_fewest_news_alarms_not_the_strictest():
     assert fit.choose_alpha(none, **caps) == (none[1], "strictest")
     with pytest.raises(ValueError):
         fit.choose_alpha([], **caps)
-
 
 
 def test_rechoosing_a_fitted_document_rule_keeps_the_pair_score(tmp_path):
