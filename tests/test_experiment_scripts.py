@@ -152,13 +152,14 @@ def test_benchmark_pairs_get_the_score_find_contradictions_reports():
 
     a = ["Zully Broussard donated her kidney to a stranger in 2015.", "The mayor toured the plant on Monday."]
     b = ["Zully Broussard never donated a kidney.", "The governor has never visited the plant."]
-    backend = NLIBackend("default", device="cpu")
+    # float32 on both sides: in bf16 (auto, on CPUs with native bf16) a score moves with the batch it is read in.
+    backend = NLIBackend("default", device="cpu", dtype="float32")
     probs = stack_probabilities(backend.predict([p for x, y in zip(a, b) for p in ((x, y), (y, x))]), 4)
     got = learned_pairs.learned_scores(backend, "default", a, b, probs[0::2], probs[1::2])
     swapped = learned_pairs.learned_scores(backend, "default", b, a, probs[1::2], probs[0::2])
     numpy.testing.assert_allclose(got["learned"], swapped["learned"], atol=1e-6)  # symmetric
     nlp = spacy.blank("en")
-    nlp.add_pipe("contradiction_detector", config={"rescorer": None})
+    nlp.add_pipe("contradiction_detector", config={"rescorer": None, "model": {"dtype": "float32"}})
     for i in range(2):
         # Each statement its own Doc, every pair reported (threshold 0).
         (finding,) = find_contradictions(nlp, [a[i], b[i]], within_docs=False, threshold=0.0)

@@ -251,6 +251,11 @@ def flagged(doc_max: numpy.ndarray, doc_pairs: numpy.ndarray, rule) -> numpy.nda
     return numpy.array([m >= rule(k) for m, k in zip(doc_max, doc_pairs)], dtype=bool)
 
 
+def thresholds_by_pairs(rule) -> Dict[int, float]:
+    """A document rule's threshold at a few numbers of pairs (for the record and the model card)."""
+    return {k: rule(k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)}
+
+
 def choose_alpha(table: List[dict], *, max_dev_false_alarms: float, max_news_alarms: float) -> Tuple[dict, str]:
     """The document rule to ship, from rows of increasing alpha, and why it was chosen.
 
@@ -291,7 +296,7 @@ def rechoose(fitted: Path, output: Path, *, max_dev_false_alarms: float, max_new
     previous = doc_t["chosen"]
     doc_t.update({
         "chosen": chosen, "chosen_because": why,
-        "threshold_by_pairs": {k: scorer.document_thresholds["full"](k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)},
+        "threshold_by_pairs": thresholds_by_pairs(scorer.document_thresholds["full"]),
         "rechosen": {"from_alpha": previous["alpha"], "max_dev_false_alarms": max_dev_false_alarms,
                      "max_news_alarms": max_news_alarms},
     })
@@ -567,7 +572,7 @@ def main(
         document_thresholds = {key: DocumentThreshold(cdf, alpha=chosen["alpha"], floor=min_threshold) for key, cdf in cdfs.items()}
         info["document_threshold"] = {
             "chosen": chosen, "chosen_because": why, "by_alpha": table, "floor": min_threshold, "null_pairs": int(news_mask.sum()),
-            "threshold_by_pairs": {k: document_thresholds["full"](k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)},
+            "threshold_by_pairs": thresholds_by_pairs(document_thresholds["full"]),
         }
         log(f"document threshold: {json.dumps(info['document_threshold']['chosen'])}; "
             f"by pairs {json.dumps(info['document_threshold']['threshold_by_pairs'])}")
