@@ -491,3 +491,24 @@ def test_long_distance_probe_reads_the_top_pairs_and_then_the_most_alike():
     assert ld_candidates.chosen(first, other, 0) == set(range(8))
     assert ld_candidates.chosen(first, other, 4) == set(range(8)) | {9, 11}
     assert ld_candidates.chosen(first, other, 1) == set(range(8)) | {11}
+
+
+hard_negatives = _load("mine_hard_negatives", ROOT / "scripts" / "nli" / "mine_hard_negatives.py")
+
+
+def test_hard_negatives_are_read_pairs_over_the_floor_that_touch_no_gold_sentence():
+    from types import SimpleNamespace
+
+    import numpy
+
+    # Four units of 10 characters; the gold pair is units 0 and 3.
+    units = [SimpleNamespace(start_char=10 * i, end_char=10 * i + 9) for i in range(4)]
+    pairs = numpy.array([[0, 1], [1, 2], [2, 3], [0, 3], [1, 3], [0, 2]])
+    score = numpy.array([0.9, 0.5, 0.3, 0.95, 0.05, 0.0])  # 0.0: a pair the second stage did not read
+    scores = SimpleNamespace(units=units, pairs=pairs, score=score)
+    gold = ((0, 9), (30, 39))
+    assert hard_negatives.consistent_pairs(scores, gold, "contradiction", 0.2) == [(1, 2, 0.5)]
+    # The control is consistent throughout: every read pair over the floor, its near miss included.
+    kept = hard_negatives.consistent_pairs(scores, gold, "control", 0.2)
+    assert [(i, j) for i, j, _ in kept] == [(0, 1), (1, 2), (2, 3), (0, 3)]
+    assert hard_negatives.consistent_pairs(scores, gold, "control", 0.92) == [(0, 3, 0.95)]
