@@ -512,3 +512,30 @@ def test_hard_negatives_are_read_pairs_over_the_floor_that_touch_no_gold_sentenc
     kept = hard_negatives.consistent_pairs(scores, gold, "control", 0.2)
     assert [(i, j) for i, j, _ in kept] == [(0, 1), (1, 2), (2, 3), (0, 3)]
     assert hard_negatives.consistent_pairs(scores, gold, "control", 0.92) == [(0, 3, 0.95)]
+
+
+def test_adapters_at_writes_a_revisions_adapter_files_and_names_a_missing_one(tmp_path):
+    # finetune-mpnet-lora starts from the adapters of an earlier commit (vars.mpnet_step1_rev).
+    import subprocess
+    import sys
+
+    from spacy_inconsistency.backends.mpnet_lora import ADAPTER_FILES
+
+    script = str(ROOT / "scripts" / "nli" / "lora_mpnet.py")
+    import yaml
+
+    rev = yaml.safe_load((ROOT / "project.yml").read_text(encoding="utf8"))["vars"]["mpnet_step1_rev"]
+    if subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True).returncode != 0:
+        pytest.skip(f"{rev} is not in this checkout (not a git clone, or a shallow one)")
+    subprocess.run([sys.executable, script, "adapters-at", "--rev", rev, "--output", str(tmp_path / "a")],
+                   check=True, capture_output=True)
+    for name in ADAPTER_FILES:
+        shown = subprocess.run(["git", "show", f"{rev}:spacy_inconsistency/models/nli-mpnet-lora/{name}"],
+                               cwd=ROOT, capture_output=True, check=True).stdout
+        assert (tmp_path / "a" / name).read_bytes() == shown and len(shown) > 100
+    # The shipped adapters were continued from these, so they differ.
+    shipped = ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora" / "adapter.safetensors"
+    assert (tmp_path / "a" / "adapter.safetensors").read_bytes() != shipped.read_bytes()
+    bad = subprocess.run([sys.executable, script, "adapters-at", "--rev", "no-such-revision", "--output", str(tmp_path / "b")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "no-such-revision" in bad.stderr

@@ -784,6 +784,28 @@ def merge(
     log(f"merged {adapter} into {output}")
 
 
+@app.command("adapters-at")
+def adapters_at(
+    rev: str = typer.Option(..., help="A git revision of this repository."),
+    output: Path = typer.Option(..., help="Folder for that revision's adapter files."),
+) -> None:
+    """The shipped adapter files (ADAPTER_FILES) as they were at a git revision, for `merge`,
+    `finetune --adapter` or a rescorer (the steps of the shipped adapters start from earlier ones)."""
+    import subprocess
+
+    from spacy_inconsistency.backends.mpnet_lora import ADAPTER_FILES
+
+    output.mkdir(parents=True, exist_ok=True)
+    for name in ADAPTER_FILES:
+        spec = f"{rev}:spacy_inconsistency/models/nli-mpnet-lora/{name}"
+        done = subprocess.run(["git", "show", spec], cwd=ROOT, capture_output=True)
+        if done.returncode != 0:
+            raise SystemExit(f"git show {spec} failed (a clone with its history is needed): "
+                             f"{done.stderr.decode(errors='replace').strip()}")
+        (output / name).write_bytes(done.stdout)
+    log(f"wrote {', '.join(ADAPTER_FILES)} of {rev} to {output}")
+
+
 @app.command()
 def average(
     models: List[Path] = typer.Argument(..., help="Merged model folders of the same architecture."),

@@ -12,6 +12,9 @@ writers' brief) and those of the contradiction document that touch neither gold 
 same sentences as the control's, or consistent with them).
 
     python scripts/nli/mine_hard_negatives.py --input data/near_miss --pattern "train_*.jsonl" --min-score 0.1 --output assets/nli/hard_negatives_train.jsonl
+
+The shipped hard negatives were mined with the adapters the shipped ones were continued from
+(`spacy project run hard-negatives` passes them as `--rescorer`).
 """
 import json
 import sys
@@ -50,10 +53,11 @@ def main(
     output: Path = typer.Option(..., help="JSONL rows (premise, hypothesis, label, source, doc, score)."),
     min_score: float = typer.Option(0.1, help="Keep read pairs the default detector scores at least this."),
     model: str = typer.Option("default"),
+    rescorer: str = typer.Option("mpnet-lora", help="The second stage whose read pairs are mined: mpnet-lora (the shipped adapters) or a merged model directory with its pair_scorer.json."),
     batch_size: int = typer.Option(32),
 ) -> None:
     records = read_behaviour_suite(input_dir, pattern)
-    nlp = build_pipeline(model, {})
+    nlp = build_pipeline(model, {} if rescorer == "mpnet-lora" else {"rescorer.model": rescorer})
     detector = nlp.get_pipe("inconsistency_detector")
     jobs = [(r, "contradiction") for r in records] + [(r, "control") for r in records]
     rows: Dict[Tuple[str, str], dict] = {}
