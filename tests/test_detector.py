@@ -24,16 +24,16 @@ CONSISTENT = [
     "The team won the match on Saturday. The fans celebrated in the streets. The coach thanked the players.",
     "The minister presented the budget. It includes more money for schools. Parliament will vote next week.",
     # False alarms of the second stage before 2026-11-27 (pair scores 0.65 and 0.55 over a threshold of
-    # 0.3); the current one scores them 0.35 and 0.41 under its 0.58 for 3 pairs.
+    # 0.3); the current one scores them 0.09 and 0.52 under its 0.55 for 3 pairs.
     "The museum opens at nine. Tickets cost ten euros. Children enter for free.",
     "A dog is running in the park. The dog is brown. Its owner is watching from a bench.",
-]
-# Known false alarms of the default detector (README: a change over the day read as a contradiction,
-# 0.79 against the threshold of 0.58 for 3 pairs): kept here, strict, so that a model that fixes
-# them is noticed.
-KNOWN_FALSE_ALARMS = [
+    # A change over the day, flagged (0.79 over 0.58) until the second stage was continued over hard
+    # negatives (2026-11-27, night): now 0.30.
     "It rained in the morning. By the afternoon the sun came out. The evening was dry and warm.",
 ]
+# Known false alarms of the default detector, kept strict (xfail) so that a model that fixes one is
+# noticed: none left among these short texts.
+KNOWN_FALSE_ALARMS = []
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +113,12 @@ def test_uses_existing_units(tiny_nli):
 TEXTS = [t for t, _ in CONTRADICTORY] + CONSISTENT + ["", "x"]
 
 
-@pytest.mark.parametrize("dtype,tolerance", [("float32", 1e-5), ("auto", 1e-3)])
+@pytest.mark.parametrize("dtype,tolerance", [("float32", 1e-5), ("auto", 5e-3)])
 def test_pipe_equals_call_and_n_process(dtype, tolerance):
     # float32 is the same to 1e-5 however the pairs are batched; under "auto" on CPUs with
-    # native bf16 the products run in bf16, whose results move by about 1e-5 with the padded
-    # shape of the batch a pair lands in, so only the scores get a wider tolerance.
+    # native bf16 the products run in bf16, whose results move with the padded shape of the
+    # batch a pair lands in (a document score of 0.094 by 0.0015 with the second stage of
+    # 2026-11-27, night), so only the scores get a wider tolerance.
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_detector", config={"model": {"device": "cpu", "dtype": dtype}})
     expected = [nlp(t) for t in TEXTS]
