@@ -519,12 +519,12 @@ def test_adapters_at_writes_a_revisions_adapter_files_and_names_a_missing_one(tm
     import subprocess
     import sys
 
+    import srsly
+
     from spacy_inconsistency.backends.mpnet_lora import ADAPTER_FILES
 
     script = str(ROOT / "scripts" / "nli" / "lora_mpnet.py")
-    import yaml
-
-    rev = yaml.safe_load((ROOT / "project.yml").read_text(encoding="utf8"))["vars"]["mpnet_step1_rev"]
+    rev = srsly.read_yaml(ROOT / "project.yml")["vars"]["mpnet_step1_rev"]
     if subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True).returncode != 0:
         pytest.skip(f"{rev} is not in this checkout (not a git clone, or a shallow one)")
     subprocess.run([sys.executable, script, "adapters-at", "--rev", rev, "--output", str(tmp_path / "a")],
