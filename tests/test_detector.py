@@ -113,12 +113,12 @@ def test_uses_existing_units(tiny_nli):
 TEXTS = [t for t, _ in CONTRADICTORY] + CONSISTENT + ["", "x"]
 
 
-@pytest.mark.parametrize("dtype,tolerance", [("float32", 1e-5), ("auto", 5e-3)])
+@pytest.mark.parametrize("dtype,tolerance", [("float32", 1e-5), ("auto", 1e-2)])
 def test_pipe_equals_call_and_n_process(dtype, tolerance):
-    # float32 is the same to 1e-5 however the pairs are batched; under "auto" on CPUs with
-    # native bf16 the products run in bf16, whose results move with the padded shape of the
-    # batch a pair lands in (a document score of 0.094 by 0.0015 with the second stage of
-    # 2026-11-27, night), so only the scores get a wider tolerance.
+    # float32 is the same to 1e-5 however the pairs are batched (the strict check). Under "auto" on
+    # CPUs with native bf16 the products run in bf16 (8 significant bits, a few hundredths of a
+    # logit), whose results move with the padded shape of the batch a pair lands in: near 0.5 a
+    # score moved 0.0047 with the second stage of 2026-11-27, night; flags and units stay exact.
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_detector", config={"model": {"device": "cpu", "dtype": dtype}})
     expected = [nlp(t) for t in TEXTS]

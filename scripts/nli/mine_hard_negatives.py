@@ -57,7 +57,7 @@ def main(
     batch_size: int = typer.Option(32),
 ) -> None:
     records = read_behaviour_suite(input_dir, pattern)
-    nlp = build_pipeline(model, {} if rescorer == "mpnet-lora" else {"rescorer.model": rescorer})
+    nlp = build_pipeline(model, {"rescorer.model": rescorer})
     detector = nlp.get_pipe("inconsistency_detector")
     jobs = [(r, "contradiction") for r in records] + [(r, "control") for r in records]
     rows: Dict[Tuple[str, str], dict] = {}
