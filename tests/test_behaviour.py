@@ -110,3 +110,15 @@ def test_the_written_training_records_are_complete_and_disjoint_from_the_suite()
     shared = [s for r in records for side in ("contradiction", "control") for s in r[side]["pair"]
               if _normal(s) in suite_text]
     assert not shared
+
+
+def test_several_globs_read_the_files_any_of_them_matches():
+    # The shipped second stage's recipe reads parts 01-16 of data/near_miss, which no single glob names.
+    folder = ROOT / "data" / "near_miss"
+    shipped = read_behaviour_suite(folder, "train_part0?.jsonl, train_part1[0-6].jsonl")
+    assert len(shipped) == 800
+    assert {r["id"].split("-")[0] for r in shipped} == {f"nm{k:02d}" for k in range(1, 17)}
+    # A file matched by two globs is read once (a duplicate id would raise).
+    assert len(read_behaviour_suite(folder, "train_part01.jsonl,train_part0[1-2].jsonl")) == 100
+    with pytest.raises(ValueError, match="E189"):
+        read_behaviour_suite(folder, "dev_*.jsonl,test_*.jsonl")

@@ -47,12 +47,14 @@ def read_behaviour_suite(folder: Union[str, Path], pattern: str = "test_*.jsonl"
     """Read and check the records of a behavioural suite.
 
     folder (Union[str, Path]): The folder of the suite files.
-    pattern (str): Glob of the files to read, e.g. "test_*.jsonl" or "dev_*.jsonl".
+    pattern (str): Glob of the files to read, e.g. "test_*.jsonl" or "dev_*.jsonl";
+        several globs separated by commas read the files any of them matches
+        ("train_part0?.jsonl,train_part1[0-6].jsonl").
     RETURNS (List[Dict[str, Any]]): The records, each with `gold` and
         `control_gold` (character spans of the pairs) added; files in name order.
     """
     folder = Path(folder)
-    paths = sorted(folder.glob(pattern))
+    paths = sorted({path for glob in pattern.split(",") if glob.strip() for path in folder.glob(glob.strip())})
     if not paths:
         raise ValueError(Errors.E189.format(pattern=pattern, folder=folder))
     records = []
