@@ -31,9 +31,6 @@ CONSISTENT = [
     # negatives (2026-11-27, night): now 0.30.
     "It rained in the morning. By the afternoon the sun came out. The evening was dry and warm.",
 ]
-# Known false alarms of the default detector, kept strict (xfail) so that a model that fixes one is
-# noticed: none left among these short texts.
-KNOWN_FALSE_ALARMS = []
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +58,7 @@ def test_finds_clear_contradictions(nlp, text, pair):
     assert [s.text for s in finding_spans(doc, top)] == [u["text"] for u in top["units"]]
 
 
-@pytest.mark.parametrize("text", CONSISTENT + [
-    pytest.param(t, marks=pytest.mark.xfail(strict=True, reason="known false alarm of the shipped model"))
-    for t in KNOWN_FALSE_ALARMS
-], ids=[t[:30] for t in CONSISTENT + KNOWN_FALSE_ALARMS])
+@pytest.mark.parametrize("text", CONSISTENT, ids=[t[:30] for t in CONSISTENT])
 def test_consistent_documents_pass(nlp, text):
     doc = nlp(text)
     assert not doc._.has_inconsistency
