@@ -287,6 +287,13 @@ def test_finetune_goes_on_from_the_adapters_and_learns_its_rows(tmp_path):
     trained = run(tmp_path / "trained", 1e-2, 30.0)
     info = json.loads((trained / "adapter_config.json").read_text())
     assert info["rank"] == 4 and info["finetune"]["rows"] == 3  # the contradiction is also taught reversed
+    assert info["finetune"]["lr"] == 1e-2 and info["earlier_finetunes"] == []
+    # A run that goes on from the fine-tuned folder keeps that step's record before its own.
+    lm.finetune(train_files=[rows], replay_files=[], replay_rows=0, adapter=trained, base=base,
+                output=tmp_path / "again", lr=0.0, epochs=1.0, batch_tokens=256, max_length=32, threads=1, seed=0)
+    again = json.loads((tmp_path / "again" / "adapter_config.json").read_text())
+    assert again["earlier_finetunes"] == [info["finetune"]]
+    assert again["finetune"]["from"] == str(trained) and again["finetune"]["lr"] == 0.0
     merged = mpnet_lora.build_merged_model(trained, base, tmp_path / "merged")
     model = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(merged))

@@ -758,7 +758,9 @@ def finetune(
             log(f"step {step + 1}/{total} seen {seen} loss {np.mean(losses[-50:]):.4f} {seen / (time.time() - start):.1f} rows/s")
     output.mkdir(parents=True, exist_ok=True)
     save_file(adapter_tensors(model, lora), str(output / "adapter.safetensors"))
-    info = {**info, "finetune": {
+    # A run that goes on from an earlier fine-tune keeps that one's record: the card tells every step.
+    earlier = info.get("earlier_finetunes", []) + ([info["finetune"]] if "finetune" in info else [])
+    info = {**info, "earlier_finetunes": earlier, "finetune": {
         "from": str(adapter), "train": [str(p) for p in train_files], "replay": [str(p) for p in replay_files],
         "rows": len(rows), "replayed": len(replay), "epochs": epochs, "steps": total, "rows_seen": seen, "lr": lr,
         "batch_tokens": batch_tokens, "train_s": round(time.time() - start, 1), "bf16_autocast": bf16,
