@@ -113,7 +113,7 @@ def main(
     model_dir: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6"), "--model"),
     heldout: List[str] = typer.Option([str(REPO_ROOT / "assets/nli/heldout.jsonl")],
                                       help="held-out JSONL files (repeat the flag for several)"),
-    output: str = typer.Option(str(REPO_ROOT / "training/nli-minilm-l6-eval.json")),
+    output: str = typer.Option("", help="JSON of the figures; default: MODEL-eval.json beside the model folder"),
     max_length: int = typer.Option(128),
     limit_per_source: int = typer.Option(0, help="0 = all held-out rows"),
     compare_fp16: bool = typer.Option(False, "--compare-fp16"),
@@ -159,6 +159,7 @@ def main(
         log(f"fp16: { {s: v['accuracy'] for s, v in result['fp16'].items()} }; "
             f"agreement {result['fp16_prediction_agreement']}")
     result["eval_wall_s"] = round(time.time() - t0, 1)
+    output = output or f"{str(model_dir).rstrip('/')}-eval.json"
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
     log(f"wrote {output}")
