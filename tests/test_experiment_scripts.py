@@ -539,3 +539,18 @@ def test_adapters_at_writes_a_revisions_adapter_files_and_names_a_missing_one(tm
     bad = subprocess.run([sys.executable, script, "adapters-at", "--rev", "no-such-revision", "--output", str(tmp_path / "b")],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "no-such-revision" in bad.stderr
+
+
+def test_stacking_probe_features_are_order_free_and_the_matched_auc_counts_ties_half():
+    import numpy as np
+
+    probe = _load("probe_stacking", ROOT / "scripts" / "nli" / "probe_stacking.py")
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=8).astype(np.float32)  # 2 records x 4 pairs
+    swapped = probs.reshape(2, 2, 2, 3)[:, :, ::-1].reshape(8, 3)  # each pair's two orders exchanged
+    assert np.allclose(probe.order_free_features(probs), probe.order_free_features(swapped))
+    feats = probe.order_free_features(probs)
+    assert feats.shape == (2, 2, 6) and (feats[..., :3] >= feats[..., 3:]).all()
+    assert probe.matched_auc(np.array([[0.9, 0.1], [0.2, 0.2], [0.1, 0.3], [0.5, 0.4]])) == (1 + 0.5 + 0 + 1) / 4
+    records = [("dev", ["a", "b"], ["c", "d"])]
+    assert probe.record_pairs(records) == [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]
