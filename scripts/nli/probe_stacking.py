@@ -7,7 +7,7 @@ averaged over both orders, for mixes of the two models' averages, and for logist
 fitted on the dev split over each model's order-free log-odds (the larger and smaller of each class
 over the two orders), read on the test splits.
 
-    python scripts/nli/probe_stacking.py --second training/mpnet-nm1200-merged
+    python scripts/nli/probe_stacking.py   # the shipped models; --second DIR for another merged one
 """
 import json
 from pathlib import Path
@@ -53,22 +53,12 @@ def matched_auc(scores: np.ndarray) -> float:
     return float(((gold > control) + 0.5 * (gold == control)).mean())
 
 
-def nli_probs(model_dir: str, pairs: List[Tuple[str, str]], threads: int) -> np.ndarray:
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def nli_probs(model: str, pairs: List[Tuple[str, str]]) -> np.ndarray:
+    """(pairs, 3) P(entailment, neutral, contradiction), fp32 on the CPU, through the package's backend."""
+    from spacy_inconsistency.backends.nli import NLIBackend
 
-    torch.set_num_threads(threads)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
-    out = np.zeros((len(pairs), 3), np.float32)
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-    with torch.no_grad():
-        for start in range(0, len(order), 64):
-            batch = order[start:start + 64]
-            enc = tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], padding=True,
-                            truncation=True, max_length=128, return_tensors="pt")
-            out[batch] = torch.softmax(model(**enc).logits.float(), -1).numpy()
-    return out
+    probs = NLIBackend(model, device="cpu", dtype="float32", local_files_only=True).predict(pairs)
+    return np.stack([probs["entailment"], probs["neutral"], probs["contradiction"]], 1)
 
 
 def by_split(scores: np.ndarray, split: np.ndarray) -> Dict[str, float]:
@@ -76,17 +66,20 @@ def by_split(scores: np.ndarray, split: np.ndarray) -> Dict[str, float]:
 
 
 def main(
-    second: str = typer.Option(..., help="The second stage as a merged model folder (lora_mpnet.py merge)."),
-    first: str = typer.Option(str(ROOT / "spacy_inconsistency" / "models" / "nli-minilm-l6")),
+    second: str = typer.Option("mpnet-lora", help="The second stage: 'mpnet-lora' or a merged model folder."),
+    first: str = typer.Option("default", help="The first stage: 'default' (the embedded model) or a folder."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour"),
     threads: int = typer.Option(2),
 ):
+    import torch
     from sklearn.linear_model import LogisticRegression
+
+    torch.set_num_threads(threads)
 
     records = suite_records(suite)
     split = np.array([r[0] for r in records])
     pairs = record_pairs(records)
-    p2, p1 = nli_probs(second, pairs, threads), nli_probs(first, pairs, threads)
+    p2, p1 = nli_probs(second, pairs), nli_probs(first, pairs)
     mean_c = {name: p.reshape(-1, 2, 2, 3)[..., 2].mean(2) for name, p in (("second", p2), ("first", p1))}
     print("second, mean P(c)", by_split(mean_c["second"], split))
     print("first, mean P(c)", by_split(mean_c["first"], split))
