@@ -352,3 +352,58 @@ def test_average_is_the_mean_of_the_models_weights_and_refuses_others(tmp_path):
 
     with pytest.raises(typer.BadParameter, match="does not have the tensors"):
         lm.average([tmp_path / "a", tmp_path / "c"], output=tmp_path / "bad")
+
+
+def _probe_matched_rank():
+    spec = importlib.util.spec_from_file_location("probe_matched_rank", ROOT / "scripts" / "nli" / "probe_matched_rank.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_matched_rank_loss_rewards_the_gold_pair_above_its_control():
+    probe = _probe_matched_rank()
+    # one record: gold (a, b), (b, a), control (c, d), (d, c); log-odds of contradiction 2, 1, -1, 3
+    logits = torch.tensor([[0.0, 0.0, 2.0 + numpy.log(2)], [0.0, 0.0, 1.0 + numpy.log(2)],
+                           [0.0, 0.0, -1.0 + numpy.log(2)], [0.0, 0.0, 3.0 + numpy.log(2)]])
+    loss, win = probe.matched_rank_loss(logits, margin=2.0)
+    # gaps: 2 - (-1) = 3 (gold above), 1 - 3 = -2 (gold below)
+    expected = (numpy.log1p(numpy.exp(2.0 - 3.0)) + numpy.log1p(numpy.exp(2.0 + 2.0))) / 2
+    assert win == 0.5 and float(loss) == pytest.approx(expected, rel=1e-5)
+    assert probe.record_quads([{"contradiction": {"pair": ["a", "b"]}, "control": {"pair": ["c", "d"]}}]) == [
+        [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]]
+
+
+def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
+    import json
+
+    probe = _probe_matched_rank()
+    parts, adapter, adapted = _tiny_release(tmp_path)
+    base = tmp_path / "unzipped" / "all-mpnet-base-v2"
+    gold = ("the mayor visited the plant .", "the mayor never visited the plant .")
+    control = ("it rained on monday .", "the sun came out on monday .")
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"contradiction": {"pair": list(gold)}, "control": {"pair": list(control)}}) + "\n")
+    nli_dir = tmp_path / "nli"
+    nli_dir.mkdir()
+    for name in probe.REPLAY:
+        (nli_dir / f"{name}.jsonl").write_text(json.dumps(
+            {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
+    out = tmp_path / "ranked"
+    probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=1.0,
+                margin=2.0, epochs=16.0, lr=1e-2, per_step=2, batch_tokens=256, threads=1, seed=0)
+    info = json.loads((out / "adapter_config.json").read_text())["matched_rank_probe"]
+    assert info["steps"] == 8 and info["replayed"] == 9
+
+    def gap(model):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
+        batch = tokenizer([gold[0], gold[1], control[0], control[1]], [gold[1], gold[0], control[1], control[0]],
+                          return_tensors="pt", padding=True)
+        with torch.no_grad():
+            lp = torch.log_softmax(model(**batch).logits, -1)
+        z = lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
+        return float(z[:2].mean() - z[2:].mean())
+
+    merged = mpnet_lora.build_merged_model(out, base, tmp_path / "merged")
+    trained = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
+    assert abs(gap(adapted)) < 0.1 and gap(trained) > 1.0

@@ -667,6 +667,38 @@ def scores_to_cache(
 
 # --- finetune (here, CPU) -------------------------------------------------------------------
 
+def replay_sample(replay_files: List[Path], replay_rows: int, seed: int) -> List[dict]:
+    """About `replay_rows` rows of REPLAY_FILES, evenly over their sources (seeded); none for 0."""
+    replay = [r for path in replay_files for r in _rows(path)]
+    if not replay or not replay_rows:
+        return []
+    per = max(1, replay_rows // len({r["source"] for r in replay}))
+    return _cap(replay, {"*": per}, seed)
+
+
+def trainable_from_adapters(adapter: Path, base: Path, rank: int, alpha: float):
+    """The int4-dequantized BASE with ADAPTER's head and its LoRA adapters as trainable modules
+    (the encoder frozen): (model, lora modules), what `finetune` goes on training."""
+    import torch
+    from safetensors.torch import load_file as load_torch
+
+    from spacy_inconsistency.backends.mpnet_lora import merged_model
+
+    tensors = load_torch(str(adapter / "adapter.safetensors"))
+    # The bare base with the head; the adapters go on as trainable LoRA modules below.
+    model = merged_model(base, {k: v for k, v in tensors.items() if k.startswith("classifier.")}, alpha / rank)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    lora = add_lora(model, rank, alpha)
+    with torch.no_grad():
+        for name, mod in lora.items():
+            mod.A.copy_(tensors[f"{name[len('mpnet.'):]}.lora_A"])
+            mod.B.copy_(tensors[f"{name[len('mpnet.'):]}.lora_B"])
+    for p in model.classifier.parameters():
+        p.requires_grad_(True)
+    return model, lora
+
+
 @app.command()
 def finetune(
     train_files: List[Path] = typer.Option(..., "--train", help="JSONL rows (premise, hypothesis, label, source) to teach."),
@@ -688,10 +720,8 @@ def finetune(
     it), the adapters and head start from ADAPTER, and OUTPUT gets an adapter folder in the same
     format (adapter.safetensors, adapter_config.json) for `merge` and `fit_pair_scorer.py`."""
     import torch
-    from safetensors.torch import load_file as load_torch, save_file
+    from safetensors.torch import save_file
     from transformers import AutoTokenizer
-
-    from spacy_inconsistency.backends.mpnet_lora import merged_model
 
     sys.path.insert(0, str(HERE))
     from train_nli import add_reverse_contradictions, make_targets, nli_loss  # noqa: E402
@@ -702,29 +732,13 @@ def finetune(
     info = json.loads((adapter / "adapter_config.json").read_text())
     rank, alpha = int(info["rank"]), float(info["alpha"])
     rows = [r for path in train_files for r in _rows(path)]
-    replay = [r for path in replay_files for r in _rows(path)]
-    if replay and replay_rows:
-        per = max(1, replay_rows // len({r["source"] for r in replay}))
-        replay = _cap(replay, {"*": per}, seed)
-        rows += replay
-    elif not replay_rows:
-        replay = []
+    replay = replay_sample(replay_files, replay_rows, seed)
+    rows += replay
     rows, n_rev = add_reverse_contradictions(rows)
     binary = {r["source"] for r in rows if r["label"] == "not_entailment"}
     log(f"{len(rows)} rows ({len(replay)} replayed, {n_rev} reversed contradictions added)")
 
-    tensors = load_torch(str(adapter / "adapter.safetensors"))
-    # The bare base with the head; the adapters go on as trainable LoRA modules below.
-    model = merged_model(base, {k: v for k, v in tensors.items() if k.startswith("classifier.")}, alpha / rank)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    lora = add_lora(model, rank, alpha)
-    with torch.no_grad():
-        for name, mod in lora.items():
-            mod.A.copy_(tensors[f"{name[len('mpnet.'):]}.lora_A"])
-            mod.B.copy_(tensors[f"{name[len('mpnet.'):]}.lora_B"])
-    for p in model.classifier.parameters():
-        p.requires_grad_(True)
+    model, lora = trainable_from_adapters(adapter, base, rank, alpha)
 
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     ids, lengths = _flat(_encode(tokenizer, [(r["premise"], r["hypothesis"]) for r in rows], max_length))
