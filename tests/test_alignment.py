@@ -143,3 +143,34 @@ def test_unit_alignment_of_paired_units_only_matches_reading_all():
     some = unit_alignment(units, numpy.array([[3, 4]]))
     assert some[3] == every[3] and some[4] == every[4]
     assert some[3].subject == {"ruth", "calloway", "senator"}
+
+
+def test_a_reported_clause_is_the_event_when_asked():
+    from spacy_inconsistency.alignment import unit_facts
+
+    texts = [
+        "Officials said no one was injured in the storm.",
+        "Two people were seriously injured when a tree fell on their car.",
+        "Lenka Dorsey told reporters that she had resigned.",
+        "The company denied that any workers were laid off.",
+        "The mayor said on Monday that the bridge would open in June.",
+        "The bridge will open in December.",
+    ]
+    docs = list(load_parser().pipe(texts))
+    f = [unit_facts(d, reported_clause=True) for d in docs]
+    # The injuries are the event: negated by "no one", which is neither a subject nor a count.
+    assert f[0].negated and f[0].subject == frozenset() and f[0].numbers == () and f[0].attribution
+    storm = features(f[0], f[1])
+    assert storm["subject_different"] == 0.0 and storm["negation_mismatch"] == 1.0
+    assert storm["number_conflict"] == 0.0
+    # "she" in the reported clause is the person who reports.
+    assert f[2].subject == {"lenka", "dorsey"} and not f[2].subject_pronoun
+    # A denial changes what its clause claims: the denier stays the subject.
+    assert f[3].subject == {"company"}
+    bridge = features(f[4], f[5])
+    assert f[4].subject == {"bridge"} and bridge["subject_same"] == 1.0 and bridge["month_day_conflict"] == 1.0
+    # The default reads the main clause: the officials said something, "one" is a count.
+    plain = [unit_facts(d) for d in docs]
+    assert plain[0].subject == {"official"} and not plain[0].negated and plain[0].numbers == ((1.0, "", False),)
+    assert features(plain[0], plain[1])["subject_different"] == 1.0
+    assert plain[4].subject == {"mayor"}

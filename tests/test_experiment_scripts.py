@@ -554,3 +554,26 @@ def test_stacking_probe_features_are_order_free_and_the_matched_auc_counts_ties_
     assert probe.matched_auc(np.array([[0.9, 0.1], [0.2, 0.2], [0.1, 0.3], [0.5, 0.4]])) == (1 + 0.5 + 0 + 1) / 4
     records = [("dev", ["a", "b"], ["c", "d"])]
     assert probe.record_pairs(records) == [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]
+
+
+def test_reported_clause_probe_runs_a_script_with_the_reported_reading(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import spacy\n"
+        "from spacy_inconsistency.alignment import facts_of_texts\n"
+        "from spacy_inconsistency.pair_scoring import unit_alignment\n"
+        "text = 'Officials said no one was injured in the storm.'\n"
+        "direct = facts_of_texts([text])[0]\n"
+        "doc = spacy.blank('en')(text)\n"
+        "in_doc = unit_alignment([doc[:]])[0]\n"
+        "print(sorted(direct.subject), direct.negated, sorted(in_doc.subject), in_doc.negated)\n",
+        encoding="utf8",
+    )
+    probe = ROOT / "scripts" / "nli" / "reported_clause_probe.py"
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    patched = subprocess.run([sys.executable, str(probe), str(script)], capture_output=True, text=True, check=True).stdout
+    assert plain.strip() == "['official'] False ['official'] False"
+    assert patched.strip() == "[] True [] True"
