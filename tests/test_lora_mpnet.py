@@ -407,3 +407,50 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     merged = mpnet_lora.build_merged_model(out, base, tmp_path / "merged")
     trained = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
     assert abs(gap(adapted)) < 0.1 and gap(trained) > 1.0
+
+
+def test_train_ranks_packed_records_inside_the_mix(tmp_path):
+    import json
+
+    import typer
+
+    parts, adapter, adapted = _tiny_release(tmp_path)
+    base = tmp_path / "unzipped" / "all-mpnet-base-v2"
+    gold = ("the mayor visited the plant .", "the mayor never visited the plant .")
+    control = ("the mayor visited the plant .", "the mayor visited the plant on monday .")
+    record = {"id": "r-1", "capability": "negation", "contradiction": {"pair": list(gold)},
+              "control": {"pair": list(control), "kind": "change over time"}}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "dev_part1.jsonl").write_text(json.dumps(record) + "\n")
+    nli_dir = tmp_path / "nli"
+    nli_dir.mkdir()
+    row = {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": "t"}
+    for name in ["train", "containment_train", "heldout", "curriculum_heldout", "edit_heldout", "containment_heldout",
+                 *lm.SKILL_FILES]:
+        (nli_dir / f"{name}.jsonl").write_text(json.dumps(row) + "\n")
+    pack_dir = tmp_path / "pack"
+    common = dict(base=base, nli_dir=nli_dir, behaviour_dir=suite, max_length=32, containment_max_length=32,
+                  containment_rows=10, big_source_cap=10, heldout_per_source=10, seed=0, score_pairs=None,
+                  score_max_length=32, extra_train=[], extra_repeat=1)
+    lm.pack(output=pack_dir, rank_records=[records], **common)
+    assert json.loads((pack_dir / "meta.json").read_text())["rank_records"] == 1
+    run = dict(pack_dir=pack_dir, rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, warmup=0.0, seed=0,
+               eval_limit=0, bench_pairs=0, threads=1, rank_margin=2.0, rank_per_step=2)
+    lm.train(output=tmp_path / "ranked", rank_weight=1.0, **run)
+    info = json.loads((tmp_path / "ranked" / "adapter_config.json").read_text())
+    assert info["matched_rank"]["records"] == 1 and info["matched_rank"]["steps"] == info["steps"] > 0
+    evals = json.loads((tmp_path / "ranked" / "eval.json").read_text())
+    # The suite's record is the ranked one: both orders of its gold pair end above both of its control's.
+    after = evals["after"]["behaviour"]["scores"][0]
+    assert min(after[:2]) > max(after[2:]) and info["matched_rank"]["last_200"]["gold_above_control"] > 0.5
+    # Cross-entropy alone does not use the records; a pack without them cannot rank.
+    lm.train(output=tmp_path / "plain", rank_weight=0.0, **run)
+    assert "matched_rank" not in json.loads((tmp_path / "plain" / "adapter_config.json").read_text())
+    plain = json.loads((tmp_path / "plain" / "eval.json").read_text())["after"]["behaviour"]["scores"][0]
+    assert not min(plain[:2]) > max(plain[2:])
+    lm.pack(output=tmp_path / "bare", rank_records=[], **common)
+    with pytest.raises(typer.BadParameter, match="rank-records"):
+        lm.train(output=tmp_path / "none", rank_weight=1.0, **{**run, "pack_dir": tmp_path / "bare"})

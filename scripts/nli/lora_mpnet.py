@@ -19,7 +19,9 @@ depend on which other rows are kept). ``train`` needs only torch, numpy and tran
 rebuilds the encoder from the dequantized weights, freezes it and trains rank-r LoRA adapters
 on every attention and feed-forward projection plus the classification head (QLoRA, Dettmers
 et al. 2023, with plain int4 instead of NF4), then evaluates held-out accuracy per source and
-the behavioural pairs (contradiction pair vs. its matched control pair). ``merge`` rebuilds
+the behavioural pairs (contradiction pair vs. its matched control pair); with ``pack
+--rank-records`` and ``train --rank-weight`` each step also ranks written records' gold pairs
+above their controls' (the objective of ``probe_matched_rank.py``). ``merge`` rebuilds
 the same dequantized weights from the full model here, adds the adapters (W + B A alpha/r) and
 saves an ordinary Hugging Face model directory the detector loads with
 ``config={"model": {"model": PATH}}``.
@@ -41,7 +43,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import typer
@@ -120,6 +122,34 @@ def extra_rows(rows: List[dict], repeat: int) -> List[dict]:
     return rows * repeat
 
 
+def record_quads(records: List[dict]) -> List[List[Tuple[str, str]]]:
+    """Per written record: gold (a, b), (b, a), control (c, d), (d, c)."""
+    quads = []
+    for r in records:
+        a, b = r["contradiction"]["pair"]
+        c, d = r["control"]["pair"]
+        quads.append([(a, b), (b, a), (c, d), (d, c)])
+    return quads
+
+
+# Targets of a record's four rows (make_targets' columns: 3-way, binary, contradiction or not):
+# the gold pair is a contradiction, the control's near-miss pair is not.
+QUAD_TARGETS = [[-1, -1, 1], [-1, -1, 1], [-1, -1, 0], [-1, -1, 0]]
+
+
+def matched_rank_loss(logits, margin: float):
+    """(4 * records, 3) logits in record_quads order -> mean softplus(margin - (z_gold - z_control))
+    over records and orders, z = log P(contradiction) - log P(not contradiction); and the share of
+    (record, order) whose gold pair is above its control's."""
+    import torch
+    import torch.nn.functional as F
+
+    lp = F.log_softmax(logits.float(), -1)
+    z = (lp[:, 2] - torch.logsumexp(lp[:, :2], -1)).view(-1, 4)
+    gap = z[:, :2] - z[:, 2:]
+    return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
+
+
 @app.command()
 def pack(
     output: Path = typer.Option(ROOT / ".device" / "mpnet"),
@@ -140,6 +170,9 @@ def pack(
     extra_repeat: int = typer.Option(1, help="Times the --extra-train rows (their contradictions in both orders) "
                                              "go into the mix: a few hundred written documents weigh little among "
                                              "~130k rows otherwise."),
+    rank_records: List[Path] = typer.Option([], help="Written near-miss records (the suite's format, e.g. "
+                                                     "data/near_miss/train_part*.jsonl) whose gold pair `train "
+                                                     "--rank-weight` ranks above their control's near-miss pair."),
 ) -> None:
     """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
     sys.path.insert(0, str(HERE))
@@ -189,6 +222,14 @@ def pack(
     all_ids.append(flat)
     arrays.update({"behaviour_ids": flat, "behaviour_len": lengths})
 
+    n_rank = 0
+    if rank_records:
+        quads = record_quads([r for path in rank_records for r in _rows(path)])
+        flat, lengths = _flat(_encode(tokenizer, [p for q in quads for p in q], max_length))
+        all_ids.append(flat)
+        arrays.update({"rank_ids": flat, "rank_len": lengths})
+        n_rank = len(quads)
+        log(f"{n_rank} records to rank")
     if score_pairs is not None:
         raw = json.loads(score_pairs.read_text(encoding="utf8"))
         todo = [tuple(x[0]) if isinstance(x[0], list) else tuple(x) for x in raw]
@@ -222,7 +263,8 @@ def pack(
                    "id2label": dict(enumerate(LABELS)), "label2id": {l: i for i, l in enumerate(LABELS)}})
     (output / "config.json").write_text(json.dumps(config, indent=1))
     (output / "meta.json").write_text(json.dumps({"items": items, "binary_sources": binary, "group": GROUP,
-                                                  "vocab_rows": int(len(vocab)), "max_length": max_length}))
+                                                  "vocab_rows": int(len(vocab)), "max_length": max_length,
+                                                  "rank_records": n_rank}))
     sizes = {p.name: round(p.stat().st_size / 2**20, 2) for p in output.iterdir()}
     log(f"vocab rows kept {len(vocab)}; files (MiB) {sizes}")
 
@@ -453,9 +495,19 @@ def train(
     eval_limit: int = typer.Option(0, help="Evaluate only the first N rows/items (smoke runs); 0 = all."),
     bench_pairs: int = typer.Option(0, help="Also time inference on this many pairs (0 = no)."),
     threads: int = typer.Option(0, help="Torch threads on CPU (0: torch's default)."),
+    rank_weight: float = typer.Option(0.0, help="Weight of the matched-pair ranking term over the packed "
+                                                "--rank-records (0: cross-entropy on the mix alone)."),
+    rank_margin: float = typer.Option(2.0, help="Log-odds margin of the ranking term."),
+    rank_per_step: int = typer.Option(8, help="Records each step ranks (and reads with cross-entropy), beside "
+                                              "its batch of the mix."),
 ) -> None:
     """Train LoRA adapters + head on the packed data (GPU, or CPU with bf16 autocast where the CPU
-    has native bf16: `bench-train` says how long that takes), evaluate, save to OUTPUT."""
+    has native bf16: `bench-train` says how long that takes), evaluate, save to OUTPUT.
+
+    With `--rank-weight` each step also reads `--rank-per-step` packed written records (gold pair and
+    control pair, both orders): cross-entropy (contradiction / not) plus the weight times
+    softplus(margin - (z_gold - z_control)) per record and order, z the log-odds of P(contradiction),
+    the objective of `probe_matched_rank.py` inside the mix's training."""
     import torch
     from safetensors.torch import save_file
 
@@ -470,6 +522,10 @@ def train(
     t0 = time.time()
     data = dict(np.load(pack_dir / "data.npz"))
     meta = json.loads((pack_dir / "meta.json").read_text())
+    if rank_weight and "rank_ids" not in data:
+        raise typer.BadParameter(f"--rank-weight needs records packed with `pack --rank-records`; {pack_dir} has none")
+    if rank_weight and rank_per_step < 1:
+        raise typer.BadParameter(f"--rank-per-step must be at least 1, not {rank_per_step}")
     model, lora = _build(pack_dir, rank, alpha)
     model.to(device)
     log(f"built in {time.time() - t0:.0f}s on {device}; {len(lora)} LoRA modules")
@@ -480,6 +536,13 @@ def train(
     ids, lengths, y = data["train_ids"], data["train_len"], torch.from_numpy(data["train_y"].astype(np.int64))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     rng = np.random.default_rng(seed)
+    if rank_weight:
+        q_ids, q_len = data["rank_ids"], data["rank_len"]
+        q_off = np.concatenate([[0], np.cumsum(q_len)[:-1]])
+        n_records = len(q_len) // 4
+        q_plan: List[int] = []
+        q_y = torch.tensor(QUAD_TARGETS * min(rank_per_step, n_records), dtype=torch.long)
+        rank_logs: List[List[float]] = []
     step, seen, epoch, losses = 0, 0, 0, []
     start = time.time()
     budget = max_minutes * 60
@@ -497,6 +560,18 @@ def train(
                 logits = model(input_ids=a, attention_mask=m).logits
             target = y[idx].to(device)
             loss = nli_loss(logits, target[:, 0], target[:, 1], target[:, 2])
+            if rank_weight:
+                if len(q_plan) < rank_per_step:
+                    q_plan += list(rng.permutation(n_records))
+                chosen, q_plan = q_plan[:rank_per_step], q_plan[rank_per_step:]
+                qa, qm = _tensors(np.array([4 * i + k for i in chosen for k in range(4)]), q_ids, q_off, q_len, device)
+                with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+                    q_logits = model(input_ids=qa, attention_mask=qm).logits
+                qt = q_y[:4 * len(chosen)].to(device)
+                ce_records = nli_loss(q_logits, qt[:, 0], qt[:, 1], qt[:, 2])
+                rank_loss, win = matched_rank_loss(q_logits, rank_margin)
+                loss = loss + ce_records + rank_weight * rank_loss
+                rank_logs.append([float(ce_records.detach()), float(rank_loss.detach()), win])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -519,6 +594,12 @@ def train(
             "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "bf16_autocast": bf16,
             "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
             "targets": list(LORA_TARGETS), "group": meta["group"]}
+    if rank_weight:
+        last = np.mean(rank_logs[-200:], 0)
+        info["matched_rank"] = {"records": n_records, "weight": rank_weight, "margin": rank_margin,
+                                "per_step": rank_per_step, "steps": len(rank_logs),
+                                "last_200": {"ce_records": round(float(last[0]), 4), "rank": round(float(last[1]), 4),
+                                             "gold_above_control": round(float(last[2]), 4)}}
     if "score_ids" in data:
         scores = _probs(model, data["score_ids"], data["score_len"], device)
         np.save(output / "scores.npy", scores.astype(np.float16))

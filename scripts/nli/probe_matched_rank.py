@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List, Tuple
+from typing import List
 
 import numpy as np
 import typer
@@ -34,27 +34,9 @@ REPLAY = ["train", "edit_train", "cad_train", "curriculum_train", "docpairs_trai
 app = typer.Typer(add_completion=False, no_args_is_help=True)
 
 
-def record_quads(records: List[dict]) -> List[List[Tuple[str, str]]]:
-    """Per record: gold (a, b), (b, a), control (c, d), (d, c)."""
-    quads = []
-    for r in records:
-        a, b = r["contradiction"]["pair"]
-        c, d = r["control"]["pair"]
-        quads.append([(a, b), (b, a), (c, d), (d, c)])
-    return quads
-
-
-def matched_rank_loss(logits, margin: float):
-    """(4 * records, 3) logits in record_quads order -> mean softplus(margin - (z_gold - z_control))
-    over records and orders, z = log P(contradiction) - log P(not contradiction); and the share of
-    (record, order) whose gold pair is above its control's."""
-    import torch
-    import torch.nn.functional as F
-
-    lp = F.log_softmax(logits.float(), -1)
-    z = (lp[:, 2] - torch.logsumexp(lp[:, :2], -1)).view(-1, 4)
-    gap = z[:, :2] - z[:, 2:]
-    return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
+# The ranking objective lives with the training script (`lora_mpnet.py train --rank-weight` uses it too).
+record_quads = lm.record_quads
+matched_rank_loss = lm.matched_rank_loss
 
 
 def read_records(paths: List[Path]) -> List[dict]:
@@ -115,8 +97,7 @@ def train(
     bf16 = lm._bf16_autocast("cpu")
     model.train()
     start, logs = time.time(), []
-    # gold rows: contradiction; control rows: not contradiction (make_targets' third column)
-    q_y = torch.tensor([[-1, -1, 1], [-1, -1, 1], [-1, -1, 0], [-1, -1, 0]] * per_step, dtype=torch.long)
+    q_y = torch.tensor(lm.QUAD_TARGETS * per_step, dtype=torch.long)
     for step in range(steps):
         for g in opt.param_groups:  # linear decay after a short warm-up, as finetune
             g["lr"] = lr * min(1.0, (step + 1) / max(1, steps // 20)) * (1 - step / steps)
