@@ -137,17 +137,23 @@ def record_quads(records: List[dict]) -> List[List[Tuple[str, str]]]:
 QUAD_TARGETS = [[-1, -1, 1], [-1, -1, 1], [-1, -1, 0], [-1, -1, 0]]
 
 
-def matched_rank_loss(logits, margin: float):
-    """(4 * records, 3) logits in record_quads order -> mean softplus(margin - (z_gold - z_control))
-    over records and orders, z = log P(contradiction) - log P(not contradiction); and the share of
-    (record, order) whose gold pair is above its control's."""
+def _rank_terms(logits, margin: float):
+    """The ranking loss and the share of gold pairs above their controls, both as tensors (no GPU sync)."""
     import torch
     import torch.nn.functional as F
 
     lp = F.log_softmax(logits.float(), -1)
     z = (lp[:, 2] - torch.logsumexp(lp[:, :2], -1)).view(-1, 4)
     gap = z[:, :2] - z[:, 2:]
-    return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
+    return F.softplus(margin - gap).mean(), (gap > 0).float().mean()
+
+
+def matched_rank_loss(logits, margin: float):
+    """(4 * records, 3) logits in record_quads order -> mean softplus(margin - (z_gold - z_control))
+    over records and orders, z = log P(contradiction) - log P(not contradiction); and the share of
+    (record, order) whose gold pair is above its control's."""
+    loss, win = _rank_terms(logits, margin)
+    return loss, float(win)
 
 
 @app.command()
@@ -569,9 +575,9 @@ def train(
                     q_logits = model(input_ids=qa, attention_mask=qm).logits
                 qt = q_y[:4 * len(chosen)].to(device)
                 ce_records = nli_loss(q_logits, qt[:, 0], qt[:, 1], qt[:, 2])
-                rank_loss, win = matched_rank_loss(q_logits, rank_margin)
+                rank_loss, win = _rank_terms(q_logits, rank_margin)
                 loss = loss + ce_records + rank_weight * rank_loss
-                rank_logs.append([float(ce_records.detach()), float(rank_loss.detach()), win])
+                rank_logs.append(torch.stack([ce_records.detach(), rank_loss.detach(), win.detach()]))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -595,7 +601,7 @@ def train(
             "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
             "targets": list(LORA_TARGETS), "group": meta["group"]}
     if rank_weight:
-        last = np.mean(rank_logs[-200:], 0)
+        last = torch.stack(rank_logs[-200:]).mean(0).tolist()
         info["matched_rank"] = {"records": n_records, "weight": rank_weight, "margin": rank_margin,
                                 "per_step": rank_per_step, "steps": len(rank_logs),
                                 "last_200": {"ce_records": round(float(last[0]), 4), "rank": round(float(last[1]), 4),
