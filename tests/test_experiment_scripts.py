@@ -577,3 +577,55 @@ def test_reported_clause_probe_runs_a_script_with_the_reported_reading(tmp_path)
     patched = subprocess.run([sys.executable, str(probe), str(script)], capture_output=True, text=True, check=True).stdout
     assert plain.strip() == "['official'] False ['official'] False"
     assert patched.strip() == "[] True [] True"
+
+
+def test_list_pairs_names_every_pair_a_fit_scores_without_a_model(tmp_path):
+    """`fit_pair_scorer.py --list-pairs` (what `lora_mpnet.py pack --score-pairs` has a GPU score):
+    both orders of every pair the detector compares in the dev documents and the news, and of
+    every held-out row, each once; no model is loaded."""
+    import csv
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+    suite, nli, true = tmp_path / "suite", tmp_path / "nli", tmp_path / "true"
+    for d in (suite, nli, true):
+        d.mkdir()
+    doc = "The bridge opened in June. It cost four million euros. The bridge never opened."
+    control = "The bridge opened in June. It cost four million euros. The tunnel never opened."
+    record = {"id": "x-d01", "capability": "negation",
+              "contradiction": {"text": doc, "pair": ["The bridge opened in June.", "The bridge never opened."]},
+              "control": {"text": control, "pair": ["The bridge opened in June.", "The tunnel never opened."],
+                          "type": "different_entity"}}
+    (suite / "dev_part1.jsonl").write_text(json.dumps(record) + "\n")
+    (suite / "test_part1.jsonl").write_text(json.dumps(dict(record, id="never-read")) + "\n")
+    rows = [{"premise": "A dog runs.", "hypothesis": "A cat sleeps.", "label": "contradiction", "source": "snli"},
+            {"premise": "A man sings.", "hypothesis": "Someone sings.", "label": "entailment", "source": "mnli"}]
+    (nli / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    news = ["Rain fell in Oslo on Monday. The river rose by a metre.", "Prices rose in May. Shops stayed open late."]
+    for name, texts in (("frank.csv", news[:1]), ("summeval.csv", news[1:])):
+        with (true / name).open("w", newline="", encoding="utf8") as f:
+            writer = csv.DictWriter(f, fieldnames=["grounding", "generated_text", "label"])
+            writer.writeheader()
+            writer.writerows({"grounding": t, "generated_text": "x", "label": 1} for t in texts)
+    app = typer.Typer()
+    app.command()(fit.main)
+    out = tmp_path / "pairs.json"
+    result = CliRunner().invoke(app, ["--list-pairs", str(out), "--suite", str(suite), "--nli-dir", str(nli),
+                                      "--true-dir", str(true), "--news-negatives", "1", "--calibration-news", "1"])
+    assert result.exit_code == 0, result.output
+    listed = [tuple(p) for p in json.loads(out.read_text())]
+
+    def both_orders(sentences):
+        return {(a, b) for a in sentences for b in sentences if a != b}
+
+    expected = both_orders(["The bridge opened in June.", "It cost four million euros.", "The bridge never opened."])
+    expected |= both_orders(["The bridge opened in June.", "It cost four million euros.", "The tunnel never opened."])
+    expected |= {("A dog runs.", "A cat sleeps."), ("A cat sleeps.", "A dog runs.")}  # mnli is not a held-out source
+    expected |= both_orders(["Rain fell in Oslo on Monday.", "The river rose by a metre."])  # calibration news
+    expected |= both_orders(["Prices rose in May.", "Shops stayed open late."])  # news negatives
+    assert len(listed) == len(set(listed)) and set(listed) == expected
+    no_model = CliRunner().invoke(app, ["--output", str(tmp_path / "p.json"), "--suite", str(suite)])
+    assert no_model.exit_code != 0 and "--model is required" in no_model.output

@@ -94,6 +94,24 @@ class CachedNLI:
             self.path.write_text(json.dumps([[list(k), v] for k, v in self.memory.items()]), encoding="utf8")
 
 
+class PairList:
+    """Stands in for the NLI backend to list the pairs a fit asks for (each once, in order),
+    scoring none: what `lora_mpnet.py pack --score-pairs` has a GPU machine score with a
+    model trained there, so that its pair score is fitted here from the cache
+    `scores-to-cache` writes, without scoring ~100k pairs with mpnet on a CPU."""
+
+    def __init__(self):
+        self.memory: Dict[Tuple[str, str], None] = {}
+
+    def predict(self, pairs):
+        self.memory.update(dict.fromkeys(map(tuple, pairs)))
+        third = numpy.full(len(pairs), 1 / 3, dtype=numpy.float32)
+        return {"entailment": third, "neutral": third, "contradiction": third}
+
+    def save(self) -> None:
+        pass
+
+
 class DetectorPairs:
     """What the default detector compares in a text: its units with content, the
     budgeted candidate pairs of one speaker, both directions' NLI probabilities and
@@ -406,7 +424,7 @@ def main(
     model: Optional[str] = typer.Option(None, help="NLI model directory (or 'default')."),
     nli_dir: Path = typer.Option(ROOT / "assets" / "nli", help="Folder of the held-out pair files."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder (dev_*.jsonl is used)."),
-    output: Path = typer.Option(..., help="Where pair_scorer.json goes."),
+    output: Optional[Path] = typer.Option(None, help="Where pair_scorer.json goes."),
     per_source: int = typer.Option(600, help="Held-out rows per source (seeded sample)."),
     max_all_pairs: int = typer.Option(2000, help="Pair budget per suite document (as the detector's)."),
     near_miss_weight: float = typer.Option(1.0, help="Weight of a control's near-miss pair against another suite pair."),
@@ -421,14 +439,19 @@ def main(
     news_negatives: int = typer.Option(80, help="Further news articles whose compared pairs are fitted as not contradictions."),
     gated: bool = typer.Option(True, help="Alignment features only scale the NLI evidence (no weight of their own)."),
     rechoose_from: Optional[Path] = typer.Option(None, help="Fit nothing: choose this pair_scorer.json's document rule again from its recorded table."),
+    list_pairs: Optional[Path] = typer.Option(None, help="Fit nothing and need no model: write every (premise, hypothesis) the fit "
+                                                         "would score to this JSON list (with the calibration news), for "
+                                                         "`lora_mpnet.py pack --score-pairs`."),
 ) -> None:
+    if output is None and list_pairs is None:
+        raise typer.BadParameter("--output is required (or --list-pairs)")
     if rechoose_from is not None:
         doc_t = rechoose(rechoose_from, output, max_dev_false_alarms=max_dev_false_alarms, max_news_alarms=max_news_alarms)
         log(f"document threshold: {json.dumps(doc_t['chosen'])} ({doc_t['chosen_because']}); "
             f"by pairs {json.dumps(doc_t['threshold_by_pairs'])}; wrote {output}")
         return
-    if model is None:
-        raise typer.BadParameter("--model is required (or --rechoose-from)")
+    if model is None and list_pairs is None:
+        raise typer.BadParameter("--model is required (or --rechoose-from, --list-pairs)")
     import random
 
     import torch
@@ -442,7 +465,7 @@ def main(
 
     torch.set_num_threads(threads)
     rng = random.Random(seed)
-    backend = CachedNLI(NLIBackend(model, device="cpu"), cache)
+    backend = PairList() if list_pairs is not None else CachedNLI(NLIBackend(model, device="cpu"), cache)
     records = read_behaviour_suite(suite, "dev_*.jsonl")
     log(f"{len(records)} dev suite records")
     parts = {"suite": suite_pairs(records, backend, max_all_pairs=max_all_pairs)}
@@ -461,6 +484,14 @@ def main(
         log(f"{len(news_fit)} news articles as negatives")
         parts["news"] = news_pairs(news_fit, backend, max_all_pairs=max_all_pairs, group_offset=offset)
     backend.save()
+    if list_pairs is not None:
+        compared = DetectorPairs(backend, max_all_pairs=max_all_pairs)
+        for text in news_articles(true_dir, calibration_news) if calibration_news else []:
+            compared(text)
+        list_pairs.parent.mkdir(parents=True, exist_ok=True)
+        list_pairs.write_text(json.dumps([list(p) for p in backend.memory]), encoding="utf8")
+        log(f"{len(backend.memory)} pairs -> {list_pairs}")
+        return
     inputs = fit_inputs(parts, near_miss_weight=near_miss_weight)
     source, forward, backward, align = inputs["source"], inputs["forward"], inputs["backward"], inputs["align"]
     y, groups, w, suite_mask = inputs["label"], inputs["group"], inputs["weight"], inputs["suite"]
