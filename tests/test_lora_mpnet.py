@@ -435,8 +435,10 @@ def test_train_ranks_packed_records_inside_the_mix(tmp_path):
     common = dict(base=base, nli_dir=nli_dir, behaviour_dir=suite, max_length=32, containment_max_length=32,
                   containment_rows=10, big_source_cap=10, heldout_per_source=10, seed=0, score_pairs=None,
                   score_max_length=32, extra_train=[], extra_repeat=1)
-    lm.pack(output=pack_dir, rank_records=[records], **common)
+    lm.pack(output=pack_dir, rank_records=[tmp_path / "rec*.jsonl"], **common)  # a pattern, as project.yml passes it
     assert json.loads((pack_dir / "meta.json").read_text())["rank_records"] == 1
+    with pytest.raises(typer.BadParameter, match="no file matches"):
+        lm.pack(output=tmp_path / "unmatched", rank_records=[tmp_path / "none*.jsonl"], **common)
     run = dict(pack_dir=pack_dir, rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, warmup=0.0, seed=0,
                eval_limit=0, bench_pairs=0, threads=1, rank_margin=2.0, rank_per_step=2)
     lm.train(output=tmp_path / "ranked", rank_weight=1.0, **run)

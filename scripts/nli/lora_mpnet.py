@@ -38,6 +38,7 @@ cores with AMX: a few thousand rows train within minutes, the whole mix does not
 """
 from __future__ import annotations
 
+import glob
 import json
 import math
 import sys
@@ -122,6 +123,20 @@ def extra_rows(rows: List[dict], repeat: int) -> List[dict]:
     return rows * repeat
 
 
+def expand_paths(paths: List[Path]) -> List[Path]:
+    """Files, with glob patterns expanded (sorted): `spacy project run` passes a pattern unexpanded."""
+    out = []
+    for path in paths:
+        if any(c in str(path) for c in "*?["):
+            found = sorted(Path(p) for p in glob.glob(str(path)))
+            if not found:
+                raise typer.BadParameter(f"no file matches {path}")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
 def record_quads(records: List[dict]) -> List[List[Tuple[str, str]]]:
     """Per written record: gold (a, b), (b, a), control (c, d), (d, c)."""
     quads = []
@@ -176,9 +191,9 @@ def pack(
     extra_repeat: int = typer.Option(1, help="Times the --extra-train rows (their contradictions in both orders) "
                                              "go into the mix: a few hundred written documents weigh little among "
                                              "~130k rows otherwise."),
-    rank_records: List[Path] = typer.Option([], help="Written near-miss records (the suite's format, e.g. "
-                                                     "data/near_miss/train_part*.jsonl) whose gold pair `train "
-                                                     "--rank-weight` ranks above their control's near-miss pair."),
+    rank_records: List[Path] = typer.Option([], help="Written near-miss records (the suite's format; files or glob "
+                                                     "patterns, e.g. 'data/near_miss/train_*.jsonl') whose gold pair "
+                                                     "`train --rank-weight` ranks above their control's near-miss pair."),
 ) -> None:
     """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
     sys.path.insert(0, str(HERE))
@@ -230,7 +245,7 @@ def pack(
 
     n_rank = 0
     if rank_records:
-        quads = record_quads([r for path in rank_records for r in _rows(path)])
+        quads = record_quads([r for path in expand_paths(rank_records) for r in _rows(path)])
         flat, lengths = _flat(_encode(tokenizer, [p for q in quads for p in q], max_length))
         all_ids.append(flat)
         arrays.update({"rank_ids": flat, "rank_len": lengths})
