@@ -629,3 +629,54 @@ def test_list_pairs_names_every_pair_a_fit_scores_without_a_model(tmp_path):
     assert len(listed) == len(set(listed)) and set(listed) == expected
     no_model = CliRunner().invoke(app, ["--output", str(tmp_path / "p.json"), "--suite", str(suite)])
     assert no_model.exit_code != 0 and "--model is required" in no_model.output
+
+
+def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monkeypatch):
+    """`fit_cache.py score` keeps each chunk as it goes, goes on where it stopped, refuses another
+    list, and `to-json` writes what `fit_pair_scorer.py --cache` reads."""
+    import json
+
+    import numpy
+    import typer
+
+    from spacy_inconsistency.backends import nli
+
+    cache = _load("fit_cache", ROOT / "scripts" / "nli" / "fit_cache.py")
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+    pairs = [[f"premise {i}", "h" * (i + 1)] for i in range(5)]
+    listed = tmp_path / "pairs.json"
+    listed.write_text(json.dumps(pairs))
+    asked = []
+
+    class Fake:
+        fail_after = None
+
+        def __init__(self, model, device, dtype):
+            assert dtype == "float32"
+
+        def predict(self, batch):
+            if Fake.fail_after is not None and len(asked) >= Fake.fail_after:
+                raise MemoryError("stopped")
+            asked.extend(tuple(p) for p in batch)
+            c = numpy.array([len(h) / 10 for _, h in batch], dtype=numpy.float32)
+            return {"entailment": 1 - c, "neutral": numpy.zeros_like(c), "contradiction": c}
+
+    monkeypatch.setattr(nli, "NLIBackend", Fake)
+    out = tmp_path / "probs.npz"
+    args = dict(model="some/model", pairs=listed, output=out, chunk=2, threads=1, dtype="float32")
+    Fake.fail_after = 2
+    with pytest.raises(MemoryError):
+        cache.score(**args)
+    assert int(numpy.load(out)["done"]) == 2
+    with pytest.raises(typer.BadParameter, match="2 of 5"):
+        cache.to_json(probs=out, pairs=listed, output=tmp_path / "cache.json")
+    Fake.fail_after = None
+    cache.score(**args)
+    assert asked == [tuple(p) for p in pairs]  # each pair scored once, the first two before the stop
+    cache.to_json(probs=out, pairs=listed, output=tmp_path / "cache.json")
+    memory = fit.CachedNLI(type("B", (), {"label_index": {}})(), tmp_path / "cache.json").memory
+    assert memory == {tuple(p): pytest.approx([1 - len(p[1]) / 10, 0.0, len(p[1]) / 10]) for p in pairs}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(pairs[::-1]))
+    with pytest.raises(typer.BadParameter, match="other pairs"):
+        cache.score(**{**args, "pairs": other})
