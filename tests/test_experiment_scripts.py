@@ -671,6 +671,8 @@ def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monke
     with pytest.raises(typer.BadParameter, match="2 of 5"):
         cache.to_json(probs=out, pairs=listed, output=tmp_path / "cache.json")
     Fake.fail_after = None
+    with pytest.raises(typer.BadParameter, match="of model, not of other"):
+        cache.score(**{**args, "model": "some/other"})  # another model's probabilities are not resumed
     cache.score(**args)
     assert asked == [tuple(p) for p in pairs]  # each pair scored once, the first two before the stop
     cache.to_json(probs=out, pairs=listed, output=tmp_path / "cache.json")

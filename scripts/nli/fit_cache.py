@@ -20,7 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy
 import typer
@@ -39,12 +39,15 @@ def read_pairs(path: Path) -> Tuple[List[Tuple[str, str]], str]:
     return pairs, digest
 
 
-def _load(path: Path, digest: str, n: int) -> Tuple[numpy.ndarray, int]:
+def _load(path: Path, digest: str, n: int, model: Optional[str] = None) -> Tuple[numpy.ndarray, int]:
     if not path.exists():
         return numpy.zeros((n, 3), dtype=numpy.float32), 0
     stored = numpy.load(path)
     if str(stored["pairs_sha256"]) != digest or len(stored["probs"]) != n:
         raise typer.BadParameter(f"{path} holds the probabilities of other pairs (another --list-pairs list)")
+    # The folder's name: `download` builds the second stage into a folder named by its adapters' hash.
+    if model is not None and str(stored["model"]) != Path(model).name:
+        raise typer.BadParameter(f"{path} holds the probabilities of {stored['model']}, not of {Path(model).name}")
     return stored["probs"].astype(numpy.float32), int(stored["done"])
 
 
@@ -73,7 +76,7 @@ def score(
 
     torch.set_num_threads(threads)
     todo, digest = read_pairs(pairs)
-    probs, done = _load(output, digest, len(todo))
+    probs, done = _load(output, digest, len(todo), model)
     backend = NLIBackend(model, device="cpu", dtype=dtype)
     start = time.time()
     first = done
