@@ -682,3 +682,23 @@ def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monke
     other.write_text(json.dumps(pairs[::-1]))
     with pytest.raises(typer.BadParameter, match="other pairs"):
         cache.score(**{**args, "pairs": other})
+
+
+def test_alignment_rates_split_gold_and_control_pairs_by_kind():
+    rates_mod = _load("alignment_rates", ROOT / "scripts" / "nli" / "alignment_rates.py")
+
+    def record(gold, control, kind):
+        return {"contradiction": {"pair": list(gold)}, "control": {"pair": list(control), "kind": kind}}
+
+    records = [
+        record(("The mayor visited the plant.", "The mayor never visited the plant."),
+               ("The mayor visited the plant.", "The mayor may have visited the plant."), "hedged"),
+        record(("Anna won the race in 2019.", "Anna lost the race in 2019."),
+               ("Anna won the race in 2019.", "Anna won another race in 2021."), "different entity"),
+    ]
+    rates = rates_mod.feature_rates(records)
+    assert rates["n"] == {"gold": 2, "control": 2, "control: different entity": 1, "control: hedged": 1}
+    assert rates["negation_mismatch"]["gold"] == 0.5 and rates["negation_mismatch"]["control"] == 0.0
+    assert rates["modal_any"]["control: hedged"] == 1.0 and rates["modal_any"]["gold"] == 0.0
+    assert rates["year_conflict"]["control: different entity"] == 1.0 and rates["year_conflict"]["gold"] == 0.0
+    assert rates["other_entity_any"]["control"] == 0.5 and rates["other_entity_any"]["control: hedged"] == 0.0
