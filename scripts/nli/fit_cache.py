@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""An NLI model's probabilities on the pairs a pair-score fit reads, kept small enough to commit.
+"""An NLI model's probabilities on the pairs a pair-score fit reads, scored once and kept.
 
 `fit_pair_scorer.py` scores ~100k (premise, hypothesis) pairs before it fits anything: minutes for
 the embedded MiniLM, one and a half to two hours for the mpnet second stage on 2 CPU cores. With
@@ -11,8 +11,8 @@ list says whether they are the same pairs in the same order.
     python scripts/nli/fit_pair_scorer.py --list-pairs training/fit-pairs.json --nli-dir assets/nli \\
         --suite tests/behaviour --true-dir ../shared/data/true
     python scripts/nli/fit_cache.py score --model MODEL --pairs training/fit-pairs.json \\
-        --output data/fit_cache/NAME.npz        # resumes where it stopped
-    python scripts/nli/fit_cache.py to-json --probs data/fit_cache/NAME.npz --pairs training/fit-pairs.json \\
+        --output training/fit_cache/NAME.npz        # resumes where it stopped
+    python scripts/nli/fit_cache.py to-json --probs training/fit_cache/NAME.npz --pairs training/fit-pairs.json \\
         --output training/NAME-fitcache.json     # then fit_pair_scorer.py --cache training/NAME-fitcache.json
 """
 import hashlib
