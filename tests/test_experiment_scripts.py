@@ -652,7 +652,7 @@ def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monke
         fail_after = None
 
         def __init__(self, model, device, dtype):
-            assert dtype == "float32"
+            assert dtype in ("float32", "bfloat16")
 
         def predict(self, batch):
             if Fake.fail_after is not None and len(asked) >= Fake.fail_after:
@@ -673,6 +673,8 @@ def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monke
     Fake.fail_after = None
     with pytest.raises(typer.BadParameter, match="of model, not of other"):
         cache.score(**{**args, "model": "some/other"})  # another model's probabilities are not resumed
+    with pytest.raises(typer.BadParameter, match="float32 probabilities, not bfloat16"):
+        cache.score(**{**args, "dtype": "bfloat16"})  # nor another dtype's
     cache.score(**args)
     assert asked == [tuple(p) for p in pairs]  # each pair scored once, the first two before the stop
     cache.to_json(probs=out, pairs=listed, output=tmp_path / "cache.json")

@@ -39,7 +39,7 @@ def read_pairs(path: Path) -> Tuple[List[Tuple[str, str]], str]:
     return pairs, digest
 
 
-def _load(path: Path, digest: str, n: int, model: Optional[str] = None) -> Tuple[numpy.ndarray, int]:
+def _load(path: Path, digest: str, n: int, model: Optional[str] = None, dtype: Optional[str] = None) -> Tuple[numpy.ndarray, int]:
     if not path.exists():
         return numpy.zeros((n, 3), dtype=numpy.float32), 0
     stored = numpy.load(path)
@@ -48,14 +48,19 @@ def _load(path: Path, digest: str, n: int, model: Optional[str] = None) -> Tuple
     # The folder's name: `download` builds the second stage into a folder named by its adapters' hash.
     if model is not None and str(stored["model"]) != Path(model).name:
         raise typer.BadParameter(f"{path} holds the probabilities of {stored['model']}, not of {Path(model).name}")
+    # One file holds one dtype's probabilities: a resumed run does not mix float32 rows with bf16 ones.
+    # (Files written before the dtype was stored are float32: the only dtype then used.)
+    stored_dtype = str(stored["dtype"]) if "dtype" in stored.files else "float32"
+    if dtype is not None and stored_dtype != dtype:
+        raise typer.BadParameter(f"{path} holds {stored_dtype} probabilities, not {dtype} ones")
     return stored["probs"].astype(numpy.float32), int(stored["done"])
 
 
-def _save(path: Path, probs: numpy.ndarray, done: int, digest: str, model: str) -> None:
+def _save(path: Path, probs: numpy.ndarray, done: int, digest: str, model: str, dtype: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
     numpy.savez_compressed(tmp, probs=probs, done=numpy.int64(done), pairs_sha256=numpy.str_(digest),
-                           model=numpy.str_(Path(model).name))
+                           model=numpy.str_(Path(model).name), dtype=numpy.str_(dtype))
     tmp.replace(path)
 
 
@@ -66,7 +71,8 @@ def score(
     output: Path = typer.Option(..., help="NPZ of P(entailment, neutral, contradiction), one row per listed pair."),
     chunk: int = typer.Option(2048, help="Pairs scored between two saves."),
     threads: int = typer.Option(2),
-    dtype: str = typer.Option("float32", help="The backend's dtype ('float32': the probabilities to the last digit)."),
+    dtype: str = typer.Option("float32", help="The backend's dtype ('float32': the probabilities to the last digit; "
+                              "'bfloat16': twice as fast where the CPU has native bf16, mean |dp| ~0.0005 on the mpnet second stage)."),
 ) -> None:
     """Score the listed pairs, saving after every chunk; a second call goes on where the first stopped."""
     import torch
@@ -76,7 +82,7 @@ def score(
 
     torch.set_num_threads(threads)
     todo, digest = read_pairs(pairs)
-    probs, done = _load(output, digest, len(todo), model)
+    probs, done = _load(output, digest, len(todo), model, dtype)
     backend = NLIBackend(model, device="cpu", dtype=dtype)
     start = time.time()
     first = done
@@ -84,7 +90,7 @@ def score(
         part = todo[done : done + chunk]
         probs[done : done + len(part)] = stack_probabilities(backend.predict(part), len(part))
         done += len(part)
-        _save(output, probs, done, digest, model)
+        _save(output, probs, done, digest, model, dtype)
         rate = (done - first) / (time.time() - start)
         log(f"{done}/{len(todo)} pairs, {rate:.1f}/s, {(len(todo) - done) / rate / 60:.0f} min left")
     log(f"{len(todo)} pairs -> {output}")
