@@ -439,7 +439,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E191 = (
         "A pair scorer's features do not match this version of "
-        "spacy-inconsistency: expected {expected}, got {got}. Refit it with "
+        "spacy-inconsistency: it must name every NLI feature and only features of "
+        "{expected}, each once; got {got}. Refit it with "
         "`scripts/nli/fit_pair_scorer.py`."
     )
     E192 = (
@@ -520,4 +521,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "No score calibration file at '{path}'. Set `calibration` to a file written "
         "by scripts/scale/fit_calibration.py, to \"auto\" (the map fitted for the "
         "model, if any) or to null (the model's own scores)."
+    )
+    E251 = (
+        "A pair-score model of the features {features} was given a matrix of "
+        "{n_columns} columns: pass its own columns or all the columns of "
+        "`pair_score.design_matrix` ({n_design})."
     )

@@ -88,7 +88,8 @@ def feature_names(with_alignment: bool) -> List[str]:
 class LogisticModel:
     """A fitted logistic regression stored as plain numbers (no pickle).
 
-    features (List[str]): Column names, checked against `feature_names`.
+    features (List[str]): The columns of `design_matrix` it reads, by name: a model
+        fitted before an alignment feature was added reads the columns it knows.
     mean (List[float]): Per-column mean used for standardising.
     scale (List[float]): Per-column scale used for standardising.
     coef (List[float]): One weight per column.
@@ -103,7 +104,14 @@ class LogisticModel:
         self.intercept = float(intercept)
 
     def __call__(self, x: numpy.ndarray) -> numpy.ndarray:
-        z = ((numpy.asarray(x, dtype=numpy.float64) - self.mean) / self.scale) @ self.coef + self.intercept
+        """P(contradiction) of rows of its own columns, or of a whole `design_matrix` (it reads its own)."""
+        x = numpy.asarray(x, dtype=numpy.float64)
+        if x.shape[1] != len(self.features):
+            names = feature_names(x.shape[1] != len(NLI_FEATURE_NAMES))
+            if x.shape[1] != len(names) or not set(self.features) <= set(names):
+                raise ValueError(Errors.E251.format(features=self.features, n_columns=x.shape[1], n_design=len(names)))
+            x = x[:, [names.index(name) for name in self.features]]
+        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
         return (1.0 / (1.0 + numpy.exp(-z))).astype(numpy.float32)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -193,9 +201,14 @@ class PairScoreModel:
         document_thresholds: Optional[Dict[str, DocumentThreshold]] = None, info: Optional[Dict[str, Any]] = None,
         cascade_settings: Optional[Dict[str, Any]] = None,
     ):
+        # A scorer reads the columns it names, so one fitted before an alignment feature was
+        # added keeps its scores; it must name every NLI column and no unknown one.
         for model, with_alignment in ((full, True), (nli_only, False)):
-            if model.features != feature_names(with_alignment):
-                raise ValueError(Errors.E191.format(expected=feature_names(with_alignment), got=model.features))
+            known = feature_names(with_alignment)
+            unknown = [name for name in model.features if name not in known]
+            missing = [name for name in NLI_FEATURE_NAMES if name not in model.features]
+            if unknown or missing or len(set(model.features)) != len(model.features):
+                raise ValueError(Errors.E191.format(expected=known, got=model.features))
         self.full = full
         self.nli_only = nli_only
         self.threshold = float(threshold)

@@ -97,6 +97,37 @@ def test_mismatched_features_are_refused():
         PairScoreModel(bad, random_model(False), threshold=0.5)
 
 
+def test_a_scorer_fitted_before_a_feature_was_added_reads_its_own_columns():
+    """A pair scorer names its columns: one fitted without some alignment features (an
+    older version's) scores with the columns it knows, whatever else the design matrix has."""
+    names = feature_names(True)
+    dropped = {FEATURE_NAMES[-1], f"c_max*{FEATURE_NAMES[-1]}", FEATURE_NAMES[2], f"c_max*{FEATURE_NAMES[2]}"}
+    kept = [name for name in names if name not in dropped]
+    rng = numpy.random.default_rng(3)
+    old = LogisticModel(kept, rng.normal(size=len(kept)).tolist(), (rng.random(len(kept)) + 0.5).tolist(),
+                        rng.normal(size=len(kept)).tolist(), -0.2)
+    scorer = PairScoreModel(old, random_model(False), threshold=0.5)
+    forward, backward = random_probs(6), random_probs(6)
+    align = RNG.integers(0, 2, size=(6, len(FEATURE_NAMES))).astype(numpy.float32)
+    full = design_matrix(forward, backward, align)
+    own = full[:, [names.index(name) for name in kept]]
+    z = ((own - old.mean) / old.scale) @ old.coef + old.intercept
+    numpy.testing.assert_allclose(scorer(forward, backward, align), 1 / (1 + numpy.exp(-z)), rtol=1e-5)
+    numpy.testing.assert_array_equal(old(own), old(full))
+    # the dropped features do not move its score
+    changed = align.copy()
+    changed[:, [-1, 2]] = 1 - changed[:, [-1, 2]]
+    numpy.testing.assert_array_equal(scorer(forward, backward, changed), scorer(forward, backward, align))
+    with pytest.raises(ValueError, match="E251"):
+        old(full[:, :-1])
+    unknown = LogisticModel(kept + ["made_up"], [0.0] * (len(kept) + 1), [1.0] * (len(kept) + 1), [0.0] * (len(kept) + 1), 0.0)
+    with pytest.raises(ValueError, match="E191"):
+        PairScoreModel(unknown, random_model(False), threshold=0.5)
+    no_nli = LogisticModel(kept[1:], [0.0] * (len(kept) - 1), [1.0] * (len(kept) - 1), [0.0] * (len(kept) - 1), 0.0)
+    with pytest.raises(ValueError, match="E191"):
+        PairScoreModel(no_nli, random_model(False), threshold=0.5)
+
+
 def test_missing_pair_scorer_names_the_way_out(tmp_path):
     with pytest.raises(ValueError, match="E192.*fit_pair_scorer"):
         find_pair_scorer(tmp_path, model_name="my-model")
