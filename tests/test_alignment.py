@@ -174,3 +174,25 @@ def test_a_reported_clause_is_the_event_when_asked():
     assert plain[0].subject == {"official"} and not plain[0].negated and plain[0].numbers == ((1.0, "", False),)
     assert features(plain[0], plain[1])["subject_different"] == 1.0
     assert plain[4].subject == {"mayor"}
+
+
+def test_a_change_of_state_and_another_one_of_a_noun():
+    texts = [
+        "Until 2019, the museum was closed to visitors.",
+        "After the storm, the museum was closed to visitors.",
+        "The museum is no longer closed.",
+        "The museum is longer than the library.",
+        "A contractor sprayed the cooperative's apple orchards in July.",
+        "A contractor sprayed the Brenner estate's apple orchards in July.",
+        "The cooperative's orchards were not sprayed in July.",
+    ]
+    f = facts_of_texts(texts)
+    # "until" and "no longer" say that a state changed; "after" anchors one event; "longer than" compares.
+    assert [x.time_change for x in f[:4]] == [1, 0, 1, 0]
+    assert f[1].time_shift >= 1  # the wider marker list still reads "after"
+    assert features(f[0], f[1])["time_change_any"] == 1.0 and features(f[1], f[3])["time_change_any"] == 0.0
+    assert ("orchard", "poss", frozenset({"cooperative"})) in f[4].noun_modifiers
+    assert features(f[4], f[5])["noun_modifier_conflict"] == 1.0  # two owners' orchards
+    assert features(f[4], f[6])["noun_modifier_conflict"] == 0.0  # the same owner's
+    assert features(f[4], f[4])["noun_modifier_conflict"] == 0.0
+    numpy.testing.assert_array_equal(pair_features(f[4], f[5]), pair_features(f[5], f[4]))
