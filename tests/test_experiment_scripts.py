@@ -629,6 +629,9 @@ def test_list_pairs_names_every_pair_a_fit_scores_without_a_model(tmp_path):
     assert len(listed) == len(set(listed)) and set(listed) == expected
     no_model = CliRunner().invoke(app, ["--output", str(tmp_path / "p.json"), "--suite", str(suite)])
     assert no_model.exit_code != 0 and "--model is required" in no_model.output
+    bogus = CliRunner().invoke(app, ["--model", "unread", "--output", str(tmp_path / "p.json"), "--suite", str(suite),
+                                     "--drop-feature", "subject_same", "--drop-feature", "made_up"])
+    assert bogus.exit_code != 0 and "no alignment feature ['made_up']" in bogus.output
 
 
 def test_fit_cache_scores_listed_pairs_resumes_and_feeds_the_fit(tmp_path, monkeypatch):

@@ -439,6 +439,8 @@ def main(
     news_negatives: int = typer.Option(80, help="Further news articles whose compared pairs are fitted as not contradictions."),
     gated: bool = typer.Option(True, help="Alignment features only scale the NLI evidence (no weight of their own)."),
     rechoose_from: Optional[Path] = typer.Option(None, help="Fit nothing: choose this pair_scorer.json's document rule again from its recorded table."),
+    drop_feature: List[str] = typer.Option([], help="An alignment feature the full model leaves out (its column and its "
+                                                    "c_max* interaction), to measure what it adds; repeatable."),
     list_pairs: Optional[Path] = typer.Option(None, help="Fit nothing and need no model: write every (premise, hypothesis) the fit "
                                                          "would score to this JSON list (with the calibration news), for "
                                                          "`lora_mpnet.py pack --score-pairs`."),
@@ -463,6 +465,9 @@ def main(
     from spacy_inconsistency.alignment import FEATURE_NAMES
     from spacy_inconsistency.pair_score import LogisticModel, PairScoreModel, design_matrix, feature_names
 
+    unknown = sorted(set(drop_feature) - set(FEATURE_NAMES))
+    if unknown:
+        raise typer.BadParameter(f"--drop-feature: no alignment feature {unknown} (there are {list(FEATURE_NAMES)})")
     torch.set_num_threads(threads)
     rng = random.Random(seed)
     backend = PairList() if list_pairs is not None else CachedNLI(NLIBackend(model, device="cpu"), cache)
@@ -500,8 +505,10 @@ def main(
     oofs = {}
     fold_models = {}
     for key, with_alignment in (("full", True), ("nli_only", False)):
+        every = feature_names(with_alignment)
+        names = [n for n in every if n not in drop_feature and not (n.startswith("c_max*") and n[6:] in drop_feature)]
         X = design_matrix(forward, backward, align if with_alignment else None).astype(numpy.float64)
-        names = feature_names(with_alignment)
+        X = X[:, [every.index(n) for n in names]]
         # Gated: the alignment features' own columns are held at zero, so they can only
         # raise or lower a pair through P(contradiction) (the c_max* interactions): an
         # antonym or two numbers in unrelated sentences are no evidence on their own.
@@ -511,7 +518,7 @@ def main(
         fitted, oof = fit_logistic(X, y, w, groups)
         fitted["coef"][~free] = 0.0
         oofs[key] = oof
-        models[key] = LogisticModel(feature_names(with_alignment), fitted["mean"].tolist(), fitted["scale"].tolist(),
+        models[key] = LogisticModel(names, fitted["mean"].tolist(), fitted["scale"].tolist(),
                                     fitted["coef"].tolist(), fitted["intercept"])
         # Each fold's model and the dev records it did not see: the dev documents' out-of-fold
         # scores can then be had for pairs read later (calibrate_cascade.py), without this fit's data.
@@ -522,7 +529,7 @@ def main(
             coef[~free] = 0.0
             held = fold["held_out"][fold["held_out"] < suite_mask.sum()]  # the suite's rows come first
             fold_models[key].append({
-                "model": LogisticModel(feature_names(with_alignment), fitted["mean"].tolist(), fitted["scale"].tolist(),
+                "model": LogisticModel(names, fitted["mean"].tolist(), fitted["scale"].tolist(),
                                        coef.tolist(), fold["intercept"]).to_dict(),
                 "dev_records": sorted({records[int(g)]["id"] for g in numpy.unique(suite_groups[held])}),
             })
@@ -547,12 +554,12 @@ def main(
         log(f"{key}: {json.dumps(results[key], indent=1)}")
         order = numpy.argsort(-numpy.abs(fitted["coef"]))
         for k in order[:15]:
-            log(f"   {feature_names(with_alignment)[k]:>30s} {fitted['coef'][k]:+.3f}")
+            log(f"   {names[k]:>30s} {fitted['coef'][k]:+.3f}")
     info = {
         "model": model, "pairs": int(len(y)), "contradictions": int(y.sum()), "near_miss_weight": near_miss_weight,
         "sources": {name: int(len(p["label"])) for name, p in parts.items()},
         "dev_suite_records": len(records), "per_source": per_source, "seed": seed, "results": results,
-        "gated": gated, "news_negatives": news_negatives, "out_of_fold": fold_models,
+        "gated": gated, "news_negatives": news_negatives, "out_of_fold": fold_models, "dropped_features": list(drop_feature),
     }
     threshold = results["full"]["threshold"]
     # The document threshold: pair scores of consistent documents are the news
