@@ -45,6 +45,7 @@ import math
 import os
 import shutil
 import time
+import typing
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -112,7 +113,7 @@ def facts_to_json(facts: Any) -> Optional[str]:
         if isinstance(value, frozenset):
             value = sorted(value)
         elif isinstance(value, tuple):
-            value = [list(v) for v in value]
+            value = [[sorted(x) if isinstance(x, frozenset) else x for x in v] for v in value]
         out[field.name] = value
     return json.dumps(out, ensure_ascii=False, sort_keys=True)
 
@@ -130,11 +131,17 @@ def facts_from_json(text: Optional[str]) -> Any:
     data = json.loads(text)
     values = {}
     for field in dataclasses.fields(UnitFacts):
+        if field.name not in data and field.default is not dataclasses.MISSING:
+            continue  # written before the field was added: its default
         value = data[field.name]
-        if getattr(field.type, "__origin__", None) is frozenset:
+        if typing.get_origin(field.type) is frozenset:
             value = frozenset(value)
-        elif getattr(field.type, "__origin__", None) is tuple:
-            value = tuple(tuple(v) for v in value)
+        elif typing.get_origin(field.type) is tuple:
+            # Tuple[Tuple[str, str, FrozenSet[str]], ...]: the inner items' types say which lists were sets.
+            inner = typing.get_args(typing.get_args(field.type)[0])
+            value = tuple(
+                tuple(frozenset(x) if typing.get_origin(t) is frozenset else x for x, t in zip(v, inner)) for v in value
+            )
         values[field.name] = value
     return UnitFacts(**values)
 

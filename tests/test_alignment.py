@@ -196,3 +196,19 @@ def test_a_change_of_state_and_another_one_of_a_noun():
     assert features(f[4], f[6])["noun_modifier_conflict"] == 0.0  # the same owner's
     assert features(f[4], f[4])["noun_modifier_conflict"] == 0.0
     numpy.testing.assert_array_equal(pair_features(f[4], f[5]), pair_features(f[5], f[4]))
+
+
+def test_facts_round_trip_through_the_ray_units_table_json():
+    """The Ray engine stores each unit's facts as JSON: sets inside tuples (the noun modifiers)
+    come back as sets, and a table written before a field existed reads it as its default."""
+    import json
+
+    from spacy_inconsistency.ray_across import facts_from_json, facts_to_json
+
+    f = facts_of_texts(["A contractor sprayed the cooperative's 40 apple orchards until 2019."])[0]
+    assert f.noun_modifiers and f.numbers and f.time_change
+    assert facts_from_json(facts_to_json(f)) == f
+    older = json.loads(facts_to_json(f))
+    del older["time_change"], older["noun_modifiers"]
+    read = facts_from_json(json.dumps(older))
+    assert read.time_change == 0 and read.noun_modifiers == () and read.numbers == f.numbers
