@@ -107,15 +107,31 @@ def facts_to_json(facts: Any) -> Optional[str]:
     """
     if facts is None:
         return None
-    out: Dict[str, Any] = {}
-    for field in dataclasses.fields(facts):
-        value = getattr(facts, field.name)
-        if isinstance(value, frozenset):
-            value = sorted(value)
-        elif isinstance(value, tuple):
-            value = [[sorted(x) if isinstance(x, frozenset) else x for x in v] for v in value]
-        out[field.name] = value
+    out = {field.name: _to_json_value(getattr(facts, field.name)) for field in dataclasses.fields(facts)}
     return json.dumps(out, ensure_ascii=False, sort_keys=True)
+
+
+def _to_json_value(value: Any) -> Any:
+    """Sets as sorted lists and tuples as lists, at any depth."""
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_to_json_value(v) for v in value]
+    return value
+
+
+def _from_json_value(value: Any, annotation: Any) -> Any:
+    """What `_to_json_value` wrote, back as the field's annotation says: lists that were
+    sets or tuples (``Tuple[X, ...]`` or fixed ``Tuple[X, Y]``) at any depth."""
+    origin = typing.get_origin(annotation)
+    if origin is frozenset:
+        return frozenset(value)
+    if origin is tuple:
+        args = typing.get_args(annotation)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_json_value(v, args[0]) for v in value)
+        return tuple(_from_json_value(v, t) for v, t in zip(value, args))
+    return value
 
 
 def facts_from_json(text: Optional[str]) -> Any:
@@ -133,16 +149,7 @@ def facts_from_json(text: Optional[str]) -> Any:
     for field in dataclasses.fields(UnitFacts):
         if field.name not in data and field.default is not dataclasses.MISSING:
             continue  # written before the field was added: its default
-        value = data[field.name]
-        if typing.get_origin(field.type) is frozenset:
-            value = frozenset(value)
-        elif typing.get_origin(field.type) is tuple:
-            # Tuple[Tuple[str, str, FrozenSet[str]], ...]: the inner items' types say which lists were sets.
-            inner = typing.get_args(typing.get_args(field.type)[0])
-            value = tuple(
-                tuple(frozenset(x) if typing.get_origin(t) is frozenset else x for x, t in zip(v, inner)) for v in value
-            )
-        values[field.name] = value
+        values[field.name] = _from_json_value(data[field.name], field.type)
     return UnitFacts(**values)
 
 
