@@ -439,7 +439,7 @@ def test_train_ranks_packed_records_inside_the_mix(tmp_path):
     assert json.loads((pack_dir / "meta.json").read_text())["rank_records"] == 1
     with pytest.raises(typer.BadParameter, match="no file matches"):
         lm.pack(output=tmp_path / "unmatched", rank_records=[tmp_path / "none*.jsonl"], **common)
-    run = dict(pack_dir=pack_dir, rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, warmup=0.0, seed=0,
+    run = dict(pack_dir=pack_dir, rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, max_steps=40, warmup=0.0, seed=0,
                eval_limit=0, bench_pairs=0, threads=1, rank_margin=2.0, rank_per_step=2)
     lm.train(output=tmp_path / "ranked", rank_weight=1.0, **run)
     info = json.loads((tmp_path / "ranked" / "adapter_config.json").read_text())

@@ -511,6 +511,9 @@ def train(
     lr: float = typer.Option(3e-4),
     batch_tokens: int = typer.Option(4096, help="Padded tokens per batch."),
     max_minutes: float = typer.Option(5.0, help="Training wall clock; the lr decays linearly over it."),
+    max_steps: int = typer.Option(0, help="Train this many steps, the lr decaying over them, instead of "
+                                  "--max-minutes of wall clock (0: by the clock), so that a run does not depend on "
+                                  "the machine's speed."),
     warmup: float = typer.Option(0.03),
     seed: int = typer.Option(0),
     eval_limit: int = typer.Option(0, help="Evaluate only the first N rows/items (smoke runs); 0 = all."),
@@ -570,7 +573,7 @@ def train(
     done = False
     while not done:
         for idx in _batches(lengths, batch_tokens, rng):
-            frac = (time.time() - start) / budget
+            frac = step / max_steps if max_steps else (time.time() - start) / budget
             if frac >= 1:
                 done = True
                 break
@@ -610,7 +613,7 @@ def train(
     output.mkdir(parents=True, exist_ok=True)
     save_file(adapter_tensors(model, lora), str(output / "adapter.safetensors"))
     info = {"rank": rank, "alpha": alpha, "lr": lr, "batch_tokens": batch_tokens, "max_minutes": max_minutes,
-            "steps": step, "rows_seen": seen, "epochs": round(seen / len(lengths), 2), "train_rows": int(len(lengths)),
+            "max_steps": max_steps, "steps": step, "rows_seen": seen, "epochs": round(seen / len(lengths), 2), "train_rows": int(len(lengths)),
             "train_s": round(train_s, 1), "rows_per_s": round(seen / train_s, 1),
             "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "bf16_autocast": bf16,
             "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
