@@ -128,14 +128,16 @@ def markdown_table(metrics: Dict[str, Any]) -> str:
 
 def main(
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the suite files."),
-    split: str = typer.Option("test", help="'test' (test_*.jsonl), 'test2' (test2_*.jsonl), 'dev' (dev_*.jsonl) or a glob."),
+    split: str = typer.Option("test", help="'test' (test_*.jsonl), 'test2' (test2_*.jsonl), 'test3' (test3_*.jsonl), "
+                                             "'dev' (dev_*.jsonl), 'dev2' (dev2_*.jsonl) or globs (comma-separated)."),
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
     set_: List[str] = typer.Option([], "--set", help="Detector setting, e.g. --set aggregation=max or --set model.dtype=bfloat16 (JSON values)."),
     output: Optional[Path] = typer.Option(None, help="Write figures (and settings) as JSON here."),
     details: Optional[Path] = typer.Option(None, help="Write one JSON line per document here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
-    pattern = {"test": "test_*.jsonl", "dev": "dev_*.jsonl", "test2": "test2_*.jsonl"}.get(split, split)
+    pattern = {"test": "test_*.jsonl", "dev": "dev_*.jsonl", "test2": "test2_*.jsonl",
+               "dev2": "dev2_*.jsonl", "test3": "test3_*.jsonl"}.get(split, split)
     records = read_behaviour_suite(suite, pattern)
     settings = {}
     for item in set_:

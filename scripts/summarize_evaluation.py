@@ -1,7 +1,7 @@
 """One summary table (markdown + JSON) and a plot from the `evaluate` workflow's outputs.
 
 Reads what `evaluate-behaviour`, `evaluate-documents` and `detect-examples`
-(and `evaluate-behaviour-test2` where it ran) wrote to metrics/ and prints the headline figures with their targets:
+(and `evaluate-behaviour-test2` / `-test3` where they ran) wrote to metrics/ and prints the headline figures with their targets:
 
     python scripts/summarize_evaluation.py --metrics metrics
 """
@@ -45,14 +45,16 @@ def summarize(metrics: Path) -> Dict[str, Any]:
             name: {k: entry[k] for k in ("n", "recall", "false_alarms", "matched_auc")}
             for name, entry in behaviour["by_capability"].items()
         }
-    # The second test split (`evaluate-behaviour-test2`, in `evaluate-all`): optional here.
-    second = read_json(metrics / "behaviour_test2.json")
-    if second is not None:
-        n = second["all"]["n"]
+    # The second and third test splits (`evaluate-behaviour-test2`, `-test3`, in `evaluate-all`): optional here.
+    for name in ("test2", "test3"):
+        other = read_json(metrics / f"behaviour_{name}.json")
+        if other is None:
+            continue
+        n = other["all"]["n"]
         for key, label in [("recall", "recall (documents flagged)"), ("false_alarms", "false alarms on near-miss controls"),
                            ("matched_auc", "matched-pair AUC (contradiction vs its control)")]:
-            rows.append({"set": f"behaviour suite, {second['settings']['split']} ({n} pairs)", "figure": label,
-                         "key": f"test2_{key}", "value": second["all"][key], "target": TARGETS[key]})
+            rows.append({"set": f"behaviour suite, {other['settings']['split']} ({n} pairs)", "figure": label,
+                         "key": f"{name}_{key}", "value": other["all"][key], "target": TARGETS[key]})
     documents = read_json(metrics / "documents.json")
     if documents is None:
         summary["missing"].append(str(metrics / "documents.json"))

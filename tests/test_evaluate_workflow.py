@@ -97,3 +97,9 @@ def test_summary_adds_the_second_test_split_where_it_ran(tmp_path):
     assert "test2_*.jsonl (500 pairs)" in rows["test2_recall"]["set"]
     # Optional: its absence is not reported as missing, the other files' is.
     assert str(tmp_path / "behaviour_test2.json") not in summary["missing"]
+    assert not any(row["key"].startswith("test3_") for row in summary["rows"])
+    third = dict(figures, n=200, matched_auc=0.8)
+    (tmp_path / "behaviour_test3.json").write_text(json.dumps({"all": third, "settings": {"split": "test3_*.jsonl"}}))
+    rows = {row["key"]: row for row in module.summarize(tmp_path)["rows"]}
+    assert rows["test3_matched_auc"]["value"] == 0.8 and rows["test2_matched_auc"]["value"] == 0.7
+    assert "test3_*.jsonl (200 pairs)" in rows["test3_recall"]["set"]
