@@ -278,7 +278,8 @@ def test_shipped_second_stage_pair_score_keeps_its_fold_models_and_an_out_of_fol
 
     scorer = PairScoreModel.from_disk(ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora" / "pair_scorer.json")
     folds = scorer.info["out_of_fold"]
-    dev = sorted(r["id"] for r in read_behaviour_suite(ROOT / "tests" / "behaviour", "dev_*.jsonl"))
+    pattern = scorer.info.get("suite_pattern", "dev_*.jsonl")
+    dev = sorted(r["id"] for r in read_behaviour_suite(ROOT / "tests" / "behaviour", pattern))
     for key, shipped in (("full", scorer.full), ("nli_only", scorer.nli_only)):
         assert len(folds[key]) == 5
         assert sorted(rid for fold in folds[key] for rid in fold["dev_records"]) == dev

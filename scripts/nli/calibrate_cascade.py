@@ -38,7 +38,7 @@ shipped ones). The TEST splits of the suite are never read.
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import numpy
 import typer
@@ -71,7 +71,9 @@ def calibration_news(true_dir: Path, fit_skip: int, fit_n: int) -> List[str]:
 @app.command()
 def collect(
     output: Path = typer.Option(..., help="One JSON line per document: set, label, pairs compared, pairs read by the second stage, their scores."),
-    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder (dev_*.jsonl is read)."),
+    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder."),
+    suite_pattern: Optional[str] = typer.Option(None, help="Its files to read; by default those the second stage's pair "
+                                                "score was fitted on (its info's suite_pattern, else dev_*.jsonl)."),
     true_dir: Path = typer.Option(ROOT.parent / "shared" / "data" / "true", help="TRUE CSVs (the news)."),
     fit_skip: int = typer.Option(60, help="fit_pair_scorer.py's --calibration-news (its negatives start there)."),
     fit_n: int = typer.Option(80, help="fit_pair_scorer.py's --news-negatives."),
@@ -100,7 +102,9 @@ def collect(
     folds = None if in_fold else fold_scorers(detector.pairwise.rescorer_pair_scorer)
     recorder = _Recorder(detector.pairwise.rescorer_pair_scorer)
     detector.pairwise._rescorer_pair_scorer = recorder
-    records = read_behaviour_suite(suite, "dev_*.jsonl")
+    if suite_pattern is None:
+        suite_pattern = detector.pairwise.rescorer_pair_scorer.info.get("suite_pattern", "dev_*.jsonl")
+    records = read_behaviour_suite(suite, suite_pattern)
     jobs = [("dev", r["id"], side, r[side]["text"], r["gold"] if side == "contradiction" else r["control_gold"])
             for r in records for side in ("contradiction", "control")]
     news = calibration_news(true_dir, fit_skip, fit_n)

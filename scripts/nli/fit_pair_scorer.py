@@ -5,7 +5,7 @@ the alignment features (see `spacy_inconsistency.pair_score`). It is fitted on p
 the NLI model never trained on:
 
 * every unit pair the detector compares in the documents of the behavioural suite's
-  DEV split (`tests/behaviour/dev_*.jsonl`): the gold pair of each contradiction
+  DEV split (`tests/behaviour/dev_*.jsonl`; `--suite-pattern` adds `dev2_*.jsonl`): the gold pair of each contradiction
   document is a contradiction, every other pair (the control's near miss included)
   is not;
 * the held-out edits of real sentences (`edit_heldout.jsonl`: negations, number and
@@ -423,7 +423,11 @@ def best_threshold(doc_scores: numpy.ndarray, doc_labels: numpy.ndarray) -> Tupl
 def main(
     model: Optional[str] = typer.Option(None, help="NLI model directory (or 'default')."),
     nli_dir: Path = typer.Option(ROOT / "assets" / "nli", help="Folder of the held-out pair files."),
-    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder (dev_*.jsonl is used)."),
+    suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Behavioural suite folder."),
+    suite_pattern: str = typer.Option("dev_*.jsonl", help="Its files the fit reads (globs, comma-separated; "
+                                      "'dev_*.jsonl,dev2_*.jsonl' for both dev splits); recorded in the fit's info."),
+    dtype: str = typer.Option("auto", help="The NLI backend's dtype for pairs not in --cache (as `fit_cache.py score` "
+                              "scored the cache: 'bfloat16' beside a bf16 cache)."),
     output: Optional[Path] = typer.Option(None, help="Where pair_scorer.json goes."),
     per_source: int = typer.Option(600, help="Held-out rows per source (seeded sample)."),
     max_all_pairs: int = typer.Option(2000, help="Pair budget per suite document (as the detector's)."),
@@ -441,6 +445,8 @@ def main(
     rechoose_from: Optional[Path] = typer.Option(None, help="Fit nothing: choose this pair_scorer.json's document rule again from its recorded table."),
     drop_feature: List[str] = typer.Option([], help="An alignment feature the full model leaves out (its column and its "
                                                     "c_max* interaction), to measure what it adds; repeatable."),
+    baseline: Optional[Path] = typer.Option(None, help="Also report this pair_scorer.json's matched AUC on the same dev "
+                                            "documents' pairs, per file glob (in sample for the records it was fitted on)."),
     list_pairs: Optional[Path] = typer.Option(None, help="Fit nothing and need no model: write every (premise, hypothesis) the fit "
                                                          "would score to this JSON list (with the calibration news), for "
                                                          "`lora_mpnet.py pack --score-pairs`."),
@@ -470,9 +476,12 @@ def main(
         raise typer.BadParameter(f"--drop-feature: no alignment feature {unknown} (there are {list(FEATURE_NAMES)})")
     torch.set_num_threads(threads)
     rng = random.Random(seed)
-    backend = PairList() if list_pairs is not None else CachedNLI(NLIBackend(model, device="cpu"), cache)
-    records = read_behaviour_suite(suite, "dev_*.jsonl")
-    log(f"{len(records)} dev suite records")
+    backend = PairList() if list_pairs is not None else CachedNLI(NLIBackend(model, device="cpu", dtype=dtype), cache)
+    records = read_behaviour_suite(suite, suite_pattern)
+    log(f"{len(records)} dev suite records ({suite_pattern})")
+    globs = [g.strip() for g in suite_pattern.split(",") if g.strip()]
+    index_of = {r["id"]: n for n, r in enumerate(records)}
+    records_by_glob = {g: [index_of[r["id"]] for r in read_behaviour_suite(suite, g)] for g in globs}
     parts = {"suite": suite_pairs(records, backend, max_all_pairs=max_all_pairs)}
     offset = 10_000_000
     for name, sources in NLI_HELDOUT.items():
@@ -543,22 +552,43 @@ def main(
         doc_scores = numpy.array([oof[suite_mask][doc == d].max() for d in doc_ids])
         doc_labels = (doc_ids % 2 == 0).astype(int)
         threshold, at = best_threshold(doc_scores, doc_labels)
-        matched = numpy.mean([
+        wins = numpy.array([
             1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(doc_scores[0::2], doc_scores[1::2])
         ])
+        matched = wins.mean()
+        # Per glob of --suite-pattern: a fit over two dev splits is compared with one over the
+        # first on the first's records. (Both documents of a record are in doc_ids: each has pairs.)
+        record_of = doc_ids[0::2] // 2
+        by_files = {glob: float(wins[numpy.isin(record_of, rows)].mean())
+                    for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
         results[key] = {
             "C": fitted["C"], "oof_auc_by_source": per_source_auc,
             "oof_ece_suite_pairs": float(expected_calibration_error(y[suite_mask], oof[suite_mask])),
-            "oof_dev_matched_auc": float(matched), "threshold": threshold, "oof_dev_at_threshold": at,
+            "oof_dev_matched_auc": float(matched), "oof_dev_matched_auc_by_files": by_files, "threshold": threshold, "oof_dev_at_threshold": at,
         }
         log(f"{key}: {json.dumps(results[key], indent=1)}")
         order = numpy.argsort(-numpy.abs(fitted["coef"]))
         for k in order[:15]:
             log(f"   {names[k]:>30s} {fitted['coef'][k]:+.3f}")
+    if baseline is not None:
+        # The same table's dev documents scored by another fit: a refit over more dev records is
+        # compared with it on records it never saw (and, in its favour, on its own).
+        other = PairScoreModel.from_disk(baseline)
+        doc = parts["suite"]["doc"]
+        doc_ids = numpy.unique(doc)
+        record_of = doc_ids[0::2] // 2
+        for key, with_alignment in (("full", True), ("nli_only", False)):
+            base = other(forward[suite_mask], backward[suite_mask], align[suite_mask] if with_alignment else None)
+            maxima = numpy.array([base[doc == d].max() for d in doc_ids])
+            wins = numpy.array([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(maxima[0::2], maxima[1::2])])
+            results[key]["baseline_dev_matched_auc_by_files"] = {
+                glob: float(wins[numpy.isin(record_of, rows)].mean())
+                for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
+            log(f"baseline {baseline} {key}: {json.dumps(results[key]['baseline_dev_matched_auc_by_files'])}")
     info = {
         "model": model, "pairs": int(len(y)), "contradictions": int(y.sum()), "near_miss_weight": near_miss_weight,
         "sources": {name: int(len(p["label"])) for name, p in parts.items()},
-        "dev_suite_records": len(records), "per_source": per_source, "seed": seed, "results": results,
+        "dev_suite_records": len(records), "suite_pattern": suite_pattern, "per_source": per_source, "seed": seed, "results": results,
         "gated": gated, "news_negatives": news_negatives, "out_of_fold": fold_models, "dropped_features": list(drop_feature),
     }
     threshold = results["full"]["threshold"]
