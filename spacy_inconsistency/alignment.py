@@ -162,6 +162,8 @@ FEATURE_NAMES: Tuple[str, ...] = (
     "quantifier_mismatch",
     "attribution_any",
     "noun_modifier_conflict",
+    "source_same",
+    "source_different",
 )
 
 
@@ -202,6 +204,10 @@ class UnitFacts:
         dependency, modifier lemmas) of each noun's compound, possessive, nominal
         or appositive dependents other than pronouns and numbers: ("orchard",
         "poss", {"cooperative"}) in "the cooperative's apple orchards".
+    sources (FrozenSet[str]): Lower-case words of who the unit says made the
+        statement: the named subject of a reporting verb ("said captain Alastair
+        Cook", "Misbah told reporters") or the object of "according to"; empty
+        when there is none or it is a pronoun.
     """
 
     lemmas: FrozenSet[str]
@@ -228,6 +234,7 @@ class UnitFacts:
     attribution: bool = False
     time_change: int = 0
     noun_modifiers: Tuple[Tuple[str, str, FrozenSet[str]], ...] = ()
+    sources: FrozenSet[str] = frozenset()
 
 
 def load_parser() -> Language:
@@ -339,6 +346,35 @@ def _subject_of(verb) -> _Subject:
     )
 
 
+def _source_words(head) -> FrozenSet[str]:
+    """The words naming a source: the name it is part of, else the noun with its compounds and modifiers."""
+    if head.pos_ == "PRON" or head.lower_ in PRONOUNS:
+        return frozenset()
+    if head.ent_iob_ != "O" and head.ent_type_ in NAME_LABELS:
+        ent = next((e for e in head.doc.ents if e.start <= head.i < e.end), None)
+        if ent is not None:
+            return _words(ent.text)
+    words = [t for t in head.subtree if t.dep_ in ("compound", "amod", "poss", "nmod", "flat") or t.i == head.i]
+    return frozenset(t.lower_ for t in words if not t.is_stop and not t.is_punct and len(t.text) > 1)
+
+
+def _sources(tokens) -> FrozenSet[str]:
+    """Who a unit attributes its statement to ("..., said Misbah"; "according to the coroner")."""
+    words = set()
+    for t in tokens:
+        if t.pos_ in ("VERB", "AUX") and t.lemma_.lower() in REPORTING_VERBS:
+            for c in t.children:
+                if c.dep_ in ("nsubj", "nsubjpass"):
+                    words |= _source_words(c)
+        elif t.lower_ == "according":
+            for to in t.children:
+                if to.lower_ == "to":
+                    for c in to.children:
+                        if c.dep_ == "pobj":
+                            words |= _source_words(c)
+    return frozenset(words)
+
+
 def _reported_event(root):
     """The clause a reporting verb reports ("said [no one was injured]"), else the root itself."""
     event = root
@@ -438,6 +474,7 @@ def unit_facts(span, *, reported_clause: bool = False) -> UnitFacts:
             if c.dep_ in IDENTIFYING_DEPS and c.pos_ != "PRON" and not c.is_stop and not c.is_punct and not c.like_num:
                 noun_modifiers.setdefault((t.lemma_.lower(), c.dep_), set()).add(c.lemma_.lower())
     attribution = any(t.lemma_.lower() in ATTRIBUTION for t in tokens)
+    sources = _sources(tokens)
     return UnitFacts(
         lemmas=lemmas,
         n_tokens=len(tokens),
@@ -463,6 +500,7 @@ def unit_facts(span, *, reported_clause: bool = False) -> UnitFacts:
         attribution=attribution,
         time_change=time_change,
         noun_modifiers=tuple(sorted((noun, dep, frozenset(m)) for (noun, dep), m in noun_modifiers.items())),
+        sources=sources,
     )
 
 
@@ -586,6 +624,10 @@ def pair_features(a: UnitFacts, b: UnitFacts) -> numpy.ndarray:
         "quantifier_mismatch": float(bool(a.quantifiers ^ b.quantifiers) and bool(a.quantifiers | b.quantifiers)),
         "attribution_any": float(a.attribution or b.attribution),
         "noun_modifier_conflict": float(_noun_modifier_conflict(a, b)),
+        # Two named sources: one contradicting itself, or two who disagree (in news, mostly
+        # opinions of different people: "a big disappointment", said one captain; "great", the other).
+        "source_same": float(bool(a.sources & b.sources)),
+        "source_different": float(bool(a.sources) and bool(b.sources) and not (a.sources & b.sources)),
     }
     return numpy.array([values[name] for name in FEATURE_NAMES], dtype=numpy.float32)
 

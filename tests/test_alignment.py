@@ -198,6 +198,28 @@ def test_a_change_of_state_and_another_one_of_a_noun():
     numpy.testing.assert_array_equal(pair_features(f[4], f[5]), pair_features(f[5], f[4]))
 
 
+def test_who_a_unit_attributes_its_statement_to():
+    texts = [
+        '"This is a big disappointment for us," said Misbah.',
+        '"It was great to see him step up," said captain Alastair Cook, who made 105.',
+        "According to Misbah, the team played well.",
+        "He said the bridge was closed.",
+        "Officials said no one was injured.",
+        "Two people were seriously injured, police said.",
+        "The bridge is closed.",
+    ]
+    f = facts_of_texts(texts)
+    assert [sorted(x.sources) for x in f] == [
+        ["misbah"], ["alastair", "cook"], ["misbah"], [], ["officials"], ["police"], []]
+    assert features(f[0], f[1])["source_different"] == 1.0 and features(f[0], f[1])["source_same"] == 0.0
+    assert features(f[0], f[2])["source_same"] == 1.0 and features(f[0], f[2])["source_different"] == 0.0
+    assert features(f[4], f[5])["source_different"] == 1.0
+    # A pronoun or no source at all says nothing either way.
+    for a, b in ((f[3], f[4]), (f[4], f[6])):
+        assert features(a, b)["source_same"] == 0.0 and features(a, b)["source_different"] == 0.0
+    numpy.testing.assert_array_equal(pair_features(f[0], f[1]), pair_features(f[1], f[0]))
+
+
 def test_facts_round_trip_through_the_ray_units_table_json():
     """The Ray engine stores each unit's facts as JSON: sets inside tuples (the noun modifiers)
     come back as sets, and a table written before a field existed reads it as its default."""
@@ -205,10 +227,11 @@ def test_facts_round_trip_through_the_ray_units_table_json():
 
     from spacy_inconsistency.ray_across import facts_from_json, facts_to_json
 
-    f = facts_of_texts(["A contractor sprayed the cooperative's 40 apple orchards until 2019."])[0]
-    assert f.noun_modifiers and f.numbers and f.time_change
+    f = facts_of_texts(["A contractor sprayed the cooperative's 40 apple orchards until 2019, Misbah said."])[0]
+    assert f.noun_modifiers and f.numbers and f.time_change and f.sources
     assert facts_from_json(facts_to_json(f)) == f
     older = json.loads(facts_to_json(f))
-    del older["time_change"], older["noun_modifiers"]
+    del older["time_change"], older["noun_modifiers"], older["sources"]
     read = facts_from_json(json.dumps(older))
-    assert read.time_change == 0 and read.noun_modifiers == () and read.numbers == f.numbers
+    assert read.time_change == 0 and read.noun_modifiers == () and read.sources == frozenset()
+    assert read.numbers == f.numbers
