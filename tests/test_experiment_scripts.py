@@ -447,6 +447,12 @@ def test_document_rule_falls_back_to_the_fewest_news_alarms_not_the_strictest():
     assert fit.choose_alpha(mixed, **caps) == (mixed[0], "lowest_news")
     none = [row(0.02, 0.2, 0.0), row(0.01, 0.15, 0.0)]
     assert fit.choose_alpha(none, **caps) == (none[1], "strictest")
+    # Two dev splits: the cap holds in each, not only in their mix (0.09 overall, 0.14 in one split).
+    split = [dict(row(0.02, 0.05, 0.0), dev_false_alarms_by_files={"dev_*": 0.08, "dev2_*": 0.02}),
+             dict(row(0.03, 0.09, 0.0), dev_false_alarms_by_files={"dev_*": 0.14, "dev2_*": 0.04})]
+    assert fit.choose_alpha(split, **caps) == (split[0], "within_caps")
+    assert fit.choose_alpha([{k: v for k, v in r.items() if k != "dev_false_alarms_by_files"} for r in split],
+                            **caps)[0]["alpha"] == 0.03
     with pytest.raises(ValueError):
         fit.choose_alpha([], **caps)
 

@@ -274,10 +274,18 @@ def thresholds_by_pairs(rule) -> Dict[int, float]:
     return {k: rule(k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)}
 
 
+def worst_dev_false_alarms(row: dict) -> float:
+    """A document rule's dev false alarms where they are highest: over all dev records, or in
+    the dev split (file glob) that flags most, when the fit read several: two writer populations
+    are held to the cap each, not only in their mix."""
+    return max([row["dev_false_alarms"], *row.get("dev_false_alarms_by_files", {}).values()])
+
+
 def choose_alpha(table: List[dict], *, max_dev_false_alarms: float, max_news_alarms: float) -> Tuple[dict, str]:
     """The document rule to ship, from rows of increasing alpha, and why it was chosen.
 
-    "within_caps": the largest alpha that keeps both caps. When every rule flags more
+    "within_caps": the largest alpha that keeps both caps (the dev cap in every dev split
+    the row has figures for: `worst_dev_false_alarms`). When every rule flags more
     news than its cap (a few articles score higher than any threshold reaches),
     "lowest_news": the largest alpha within the dev cap among the rules that flag the
     fewest news articles, so that no recall is given up for no news gained.
@@ -285,7 +293,7 @@ def choose_alpha(table: List[dict], *, max_dev_false_alarms: float, max_news_ala
     """
     if not table:
         raise ValueError("no document rule to choose from")
-    within_dev = [row for row in table if row["dev_false_alarms"] <= max_dev_false_alarms]
+    within_dev = [row for row in table if worst_dev_false_alarms(row) <= max_dev_false_alarms]
     both = [row for row in within_dev if row.get("news_flagged", 0.0) <= max_news_alarms]
     if both:
         return max(both, key=lambda row: row["alpha"]), "within_caps"
@@ -628,9 +636,13 @@ def main(
         table = []
         for alpha in numpy.round(numpy.arange(0.01, 0.301, 0.01), 2):
             rule = DocumentThreshold(cdfs["full"], alpha=float(alpha), floor=min_threshold)
-            row = {"alpha": float(alpha),
-                   "dev_recall": float(flagged(dev_max["full"], dev_pairs, rule)[dev_labels].mean()),
-                   "dev_false_alarms": float(flagged(dev_max["full"], dev_pairs, rule)[~dev_labels].mean())}
+            flags = flagged(dev_max["full"], dev_pairs, rule)
+            row = {"alpha": float(alpha), "dev_recall": float(flags[dev_labels].mean()),
+                   "dev_false_alarms": float(flags[~dev_labels].mean())}
+            if len(records_by_glob) > 1:
+                row["dev_false_alarms_by_files"] = {
+                    glob: float(flags[~dev_labels & numpy.isin(doc_ids // 2, rows)].mean())
+                    for glob, rows in records_by_glob.items()}
             if news_max is not None:
                 row["news_flagged"] = float(flagged(news_max, news_pairs_n, rule).mean())
             table.append(row)
