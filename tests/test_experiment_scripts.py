@@ -457,6 +457,17 @@ def test_document_rule_falls_back_to_the_fewest_news_alarms_not_the_strictest():
         fit.choose_alpha([], **caps)
 
 
+def test_matched_auc_counts_ties_half_overall_and_per_dev_file():
+    import numpy
+
+    fit = _load("fit_pair_scorer", ROOT / "scripts" / "nli" / "fit_pair_scorer.py")
+    # Records 0-2 (documents 0-5): a win, a tie, a loss; record 1 and 2 are the second file's.
+    scores = numpy.array([0.9, 0.1, 0.5, 0.5, 0.2, 0.7])
+    overall, by_files = fit.matched_auc_by_files(scores, numpy.arange(6), {"dev_*": [0], "dev2_*": [1, 2], "none_*": []})
+    assert overall == pytest.approx(0.5)
+    assert by_files == {"dev_*": 1.0, "dev2_*": pytest.approx(0.25)}
+
+
 def test_rechoosing_a_fitted_document_rule_keeps_the_pair_score(tmp_path):
     import json
 

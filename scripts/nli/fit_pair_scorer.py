@@ -274,6 +274,23 @@ def thresholds_by_pairs(rule) -> Dict[int, float]:
     return {k: rule(k) for k in (1, 3, 10, 30, 100, 300, 1000, 2000)}
 
 
+def matched_auc_by_files(doc_scores: numpy.ndarray, doc_ids: numpy.ndarray,
+                         records_by_glob: Dict[str, List[int]]) -> Tuple[float, Dict[str, float]]:
+    """The matched AUC of documents' scores (a record's contradiction document above its control;
+    ties half), over all records and per file glob: a fit over two dev splits is compared with one
+    over the first on the first's records.
+
+    doc_scores (numpy.ndarray): Per document in `doc_ids`, contradiction (2 r) and control (2 r + 1)
+        of each record r in turn (both documents of a record have pairs).
+    records_by_glob (Dict[str, List[int]]): Record indices of each glob.
+    """
+    wins = numpy.array([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(doc_scores[0::2], doc_scores[1::2])])
+    record_of = doc_ids[0::2] // 2
+    by_files = {glob: float(wins[numpy.isin(record_of, rows)].mean())
+                for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
+    return float(wins.mean()), by_files
+
+
 def worst_dev_false_alarms(row: dict) -> float:
     """A document rule's dev false alarms where they are highest: over all dev records, or in
     the dev split (file glob) that flags most, when the fit read several: two writer populations
@@ -560,15 +577,7 @@ def main(
         doc_scores = numpy.array([oof[suite_mask][doc == d].max() for d in doc_ids])
         doc_labels = (doc_ids % 2 == 0).astype(int)
         threshold, at = best_threshold(doc_scores, doc_labels)
-        wins = numpy.array([
-            1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(doc_scores[0::2], doc_scores[1::2])
-        ])
-        matched = wins.mean()
-        # Per glob of --suite-pattern: a fit over two dev splits is compared with one over the
-        # first on the first's records. (Both documents of a record are in doc_ids: each has pairs.)
-        record_of = doc_ids[0::2] // 2
-        by_files = {glob: float(wins[numpy.isin(record_of, rows)].mean())
-                    for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
+        matched, by_files = matched_auc_by_files(doc_scores, doc_ids, records_by_glob)
         results[key] = {
             "C": fitted["C"], "oof_auc_by_source": per_source_auc,
             "oof_ece_suite_pairs": float(expected_calibration_error(y[suite_mask], oof[suite_mask])),
@@ -584,14 +593,10 @@ def main(
         other = PairScoreModel.from_disk(baseline)
         doc = parts["suite"]["doc"]
         doc_ids = numpy.unique(doc)
-        record_of = doc_ids[0::2] // 2
         for key, with_alignment in (("full", True), ("nli_only", False)):
             base = other(forward[suite_mask], backward[suite_mask], align[suite_mask] if with_alignment else None)
             maxima = numpy.array([base[doc == d].max() for d in doc_ids])
-            wins = numpy.array([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(maxima[0::2], maxima[1::2])])
-            results[key]["baseline_dev_matched_auc_by_files"] = {
-                glob: float(wins[numpy.isin(record_of, rows)].mean())
-                for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
+            results[key]["baseline_dev_matched_auc_by_files"] = matched_auc_by_files(maxima, doc_ids, records_by_glob)[1]
             log(f"baseline {baseline} {key}: {json.dumps(results[key]['baseline_dev_matched_auc_by_files'])}")
     info = {
         "model": model, "pairs": int(len(y)), "contradictions": int(y.sum()), "near_miss_weight": near_miss_weight,
