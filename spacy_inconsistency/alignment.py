@@ -322,6 +322,12 @@ class _Subject:
     pronoun: bool = False
 
 
+def _phrase_words(head) -> FrozenSet[str]:
+    """Lower-case lemmas of a noun and its compound, adjective and possessive dependents."""
+    words = [t for t in head.subtree if t.dep_ in ("compound", "amod", "poss", "nmod") or t.i == head.i]
+    return frozenset(t.lemma_.lower() for t in words if not t.is_stop and not t.is_punct and len(t.text) > 1)
+
+
 def _subject_of(verb) -> _Subject:
     """The subject phrase of a verb: its content words, head lemma, whether a person; a pronoun's lower form."""
     subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
@@ -334,9 +340,8 @@ def _subject_of(verb) -> _Subject:
         head = of[0] if of else head
     if head.pos_ == "PRON" or head.lower_ in PRONOUNS:
         return _Subject(head=head.lower_, person=head.lower_ in PERSON_PRONOUNS, pronoun=True)
-    words = [t for t in head.subtree if t.dep_ in ("compound", "amod", "poss", "nmod") or t.i == head.i]
     return _Subject(
-        words=frozenset(t.lemma_.lower() for t in words if not t.is_stop and not t.is_punct and len(t.text) > 1),
+        words=_phrase_words(head),
         head=head.lemma_.lower(),
         person=head.ent_type_ == "PERSON" or head.lemma_.lower() in PERSON_NOUNS,
         modifiers=frozenset(
@@ -347,15 +352,15 @@ def _subject_of(verb) -> _Subject:
 
 
 def _source_words(head) -> FrozenSet[str]:
-    """The words naming a source: the name it is part of, else the noun with its compounds and modifiers."""
+    """The words naming a source: the name it is part of (not "captain" in "captain Alastair Cook",
+    which two sources may share), else the noun phrase's words as a subject's."""
     if head.pos_ == "PRON" or head.lower_ in PRONOUNS:
         return frozenset()
     if head.ent_iob_ != "O" and head.ent_type_ in NAME_LABELS:
         ent = next((e for e in head.doc.ents if e.start <= head.i < e.end), None)
         if ent is not None:
             return _words(ent.text)
-    words = [t for t in head.subtree if t.dep_ in ("compound", "amod", "poss", "nmod", "flat") or t.i == head.i]
-    return frozenset(t.lower_ for t in words if not t.is_stop and not t.is_punct and len(t.text) > 1)
+    return _phrase_words(head)
 
 
 def _sources(tokens) -> FrozenSet[str]:

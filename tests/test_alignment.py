@@ -210,7 +210,7 @@ def test_who_a_unit_attributes_its_statement_to():
     ]
     f = facts_of_texts(texts)
     assert [sorted(x.sources) for x in f] == [
-        ["misbah"], ["alastair", "cook"], ["misbah"], [], ["officials"], ["police"], []]
+        ["misbah"], ["alastair", "cook"], ["misbah"], [], ["official"], ["police"], []]
     assert features(f[0], f[1])["source_different"] == 1.0 and features(f[0], f[1])["source_same"] == 0.0
     assert features(f[0], f[2])["source_same"] == 1.0 and features(f[0], f[2])["source_different"] == 0.0
     assert features(f[4], f[5])["source_different"] == 1.0
