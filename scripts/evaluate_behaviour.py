@@ -28,19 +28,33 @@ def _parse_value(value: str) -> Any:
         return value
 
 
-def build_pipeline(model: str, settings: Dict[str, Any]):
-    import spacy
+def parse_settings(items: List[str]) -> Dict[str, Any]:
+    """`--set KEY=VALUE` options as a dict, each value read as JSON where it is JSON."""
+    settings = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--set")
+        settings[key] = _parse_value(value)
+    return settings
 
-    nlp = spacy.blank("en")
-    config: Dict[str, Any] = {"model": {"model": model}}
+
+def apply_settings(config: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
+    """Write `settings` into a detector config; "model.dtype" sets a value inside the model's block."""
     for key, value in settings.items():
-        # "model.dtype=bfloat16" sets a value inside the model's block.
         *parents, last = key.split(".")
         target = config
         for part in parents:
             target = target.setdefault(part, {})
         target[last] = value
-    nlp.add_pipe("inconsistency_detector", config=config)
+    return config
+
+
+def build_pipeline(model: str, settings: Dict[str, Any]):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("inconsistency_detector", config=apply_settings({"model": {"model": model}}, settings))
     return nlp
 
 
@@ -139,10 +153,7 @@ def main(
     pattern = {"test": "test_*.jsonl", "dev": "dev_*.jsonl", "test2": "test2_*.jsonl",
                "dev2": "dev2_*.jsonl", "test3": "test3_*.jsonl"}.get(split, split)
     records = read_behaviour_suite(suite, pattern)
-    settings = {}
-    for item in set_:
-        key, _, value = item.partition("=")
-        settings[key] = _parse_value(value)
+    settings = parse_settings(set_)
     nlp = build_pipeline(model, settings)
     outcomes, per_doc = run_suite(nlp, records, progress=progress)
     metrics = behaviour_metrics(outcomes)

@@ -59,14 +59,18 @@ def main(
     rescore_reverse_top_k: str = typer.Option("4", help="Of the --rescore-top-k pairs, those whose reverse order the --rescorer reads (those its text order ranks highest, and any it would flag); 'all': every one."),
     output: Path = typer.Option(None, help="Write the figures as JSON here."),
     details: Path = typer.Option(None, help="Write one JSON line per document here: its set, label, number of pairs, threshold and every pair score."),
+    set_: List[str] = typer.Option([], "--set", help="Further detector setting, as evaluate_behaviour.py's --set (e.g. --set alignment=false); it overrides the options above."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
     import spacy
     from sklearn.metrics import roc_auc_score
     from tqdm import tqdm
 
+    from evaluate_behaviour import apply_settings, parse_settings
     from spacy_inconsistency.cli import rescorer_config
     from spacy_inconsistency.pair_scoring import AGGREGATIONS
+
+    settings = parse_settings(set_)
 
     contradoc_path, news_path = find_data(CONTRADOC, data_dir), find_data(NEWS, data_dir)
     records = json.loads(contradoc_path.read_text(encoding="utf-8"))
@@ -85,7 +89,7 @@ def main(
               "first_stage_directions": first_stage_directions,
               "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k),
               "rescore_reverse_top_k": None if rescore_reverse_top_k == "all" else int(rescore_reverse_top_k)}
-    detector = nlp.add_pipe("contradiction_detector", config=config)
+    detector = nlp.add_pipe("contradiction_detector", config=apply_settings(config, settings))
     rescorer = detector.rescorer.name if detector.rescorer is not None else None
     docs = list(nlp.pipe([r["text"] for r in contradoc] + news))
     scores = []
@@ -93,13 +97,15 @@ def main(
         for start in range(0, len(docs), 4):
             scores.extend(detector.predict(docs[start:start + 4]))
             bar.update(len(docs[start:start + 4]))
-    results = {"model": model, "dtype": dtype, "rescorer": rescorer, "rescore_top_k": rescore_top_k if rescorer else None,
-               "rescore_similar_k": rescore_similar_k if rescorer else None,
-               "first_stage_directions": first_stage_directions if rescorer else 2,
-               "reverse_top_k": config["reverse_top_k"] if rescorer and first_stage_directions == 2 else None,
+    # `config` holds the --set overrides too (apply_settings writes into it).
+    results = {"model": model, "dtype": dtype, "rescorer": rescorer,
+               "rescore_top_k": config["rescore_top_k"] if rescorer else None,
+               "rescore_similar_k": config["rescore_similar_k"] if rescorer else None,
+               "first_stage_directions": config["first_stage_directions"] if rescorer else 2,
+               "reverse_top_k": config["reverse_top_k"] if rescorer and config["first_stage_directions"] == 2 else None,
                "rescore_reverse_top_k": config["rescore_reverse_top_k"] if rescorer else None,
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
-               "news_docs": len(news), "by_aggregation": {}}
+               "news_docs": len(news), "set": settings, "by_aggregation": {}}
     learned_threshold = detector.threshold
     results["learned_threshold"] = learned_threshold
     for name in AGGREGATION_NAMES:

@@ -724,3 +724,18 @@ def test_alignment_rates_split_gold_and_control_pairs_by_kind():
     assert rates["modal_any"]["control: hedged"] == 1.0 and rates["modal_any"]["gold"] == 0.0
     assert rates["year_conflict"]["control: different entity"] == 1.0 and rates["year_conflict"]["gold"] == 0.0
     assert rates["other_entity_any"]["control"] == 0.5 and rates["other_entity_any"]["control: hedged"] == 0.0
+
+
+def test_set_options_write_json_values_into_the_detector_config():
+    import typer
+
+    evaluate = _load("evaluate_behaviour", ROOT / "scripts" / "evaluate_behaviour.py")
+    settings = evaluate.parse_settings(["alignment=false", "model.dtype=bfloat16", "rescore_top_k=16",
+                                        'rescorer={"model": "training/x"}', "aggregation=max"])
+    assert settings == {"alignment": False, "model.dtype": "bfloat16", "rescore_top_k": 16,
+                        "rescorer": {"model": "training/x"}, "aggregation": "max"}
+    config = evaluate.apply_settings({"model": {"model": "default", "dtype": "auto"}, "rescore_top_k": 8}, settings)
+    assert config["model"] == {"model": "default", "dtype": "bfloat16"}
+    assert config["rescore_top_k"] == 16 and config["alignment"] is False
+    with pytest.raises(typer.BadParameter):
+        evaluate.parse_settings(["alignment"])

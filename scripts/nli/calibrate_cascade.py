@@ -85,13 +85,10 @@ def collect(
 
     from tqdm import tqdm
 
-    from evaluate_behaviour import _parse_value, build_pipeline, gold_pair_score
+    from evaluate_behaviour import build_pipeline, gold_pair_score, parse_settings
     from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
 
-    settings = {}
-    for item in set_:
-        key, _, value = item.partition("=")
-        settings[key] = _parse_value(value)
+    settings = parse_settings(set_)
     nlp = build_pipeline("default", settings)
     detector = nlp.get_pipe("inconsistency_detector")
     if detector.pairwise.rescorer is None:
