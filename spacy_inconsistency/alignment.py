@@ -401,7 +401,7 @@ def unit_facts(span, *, reported_clause: bool = False) -> UnitFacts:
         clause under a reporting verb ("Officials said [no one was injured]"),
         a pronoun subject there as the reporting person, and "no one" as no
         count. Not the default: measured neutral to worse with the shipped pair
-        scores (docs/detection.md, "What was tried"), because the frame itself
+        scores (docs/detection-log.md), because the frame itself
         often carries the conflict ("..., says the Eagles' captain, Jonas Rydh").
     RETURNS (UnitFacts): Its facts.
     """

@@ -4,7 +4,7 @@
 (negated, no subject, no count) rather than as the officials saying something. This runs another
 script of the project in this process with that reading everywhere the detector and the pair-score
 fit take it, so both pair scores can be refitted and the detector measured with it
-(docs/detection.md, "What was tried"):
+(docs/detection-log.md):
 
     python scripts/nli/reported_clause_probe.py scripts/nli/fit_pair_scorer.py --model ... --output ...
     python scripts/nli/reported_clause_probe.py scripts/evaluate_behaviour.py --split test2 ...
