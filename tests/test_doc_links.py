@@ -8,7 +8,7 @@ from conftest import ROOT
 
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 # docs/project-commands.md is written by `spacy project document`, whose links are meant for a
-# page at the project's root (tests/test_evaluate_workflow.py checks that page instead).
+# page at the project's root (tests/test_evaluate_workflow.py checks it is project.yml's own).
 GENERATED = "WEASEL: AUTO-GENERATED DOCS"
 PAGES = [page for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
                            *sorted((ROOT / "spacy_inconsistency" / "models").glob("*/README.md"))]
