@@ -284,11 +284,17 @@ def matched_auc_by_files(doc_scores: numpy.ndarray, doc_ids: numpy.ndarray,
         of each record r in turn (both documents of a record have pairs).
     records_by_glob (Dict[str, List[int]]): Record indices of each glob.
     """
-    wins = numpy.array([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(doc_scores[0::2], doc_scores[1::2])])
+    from spacy_inconsistency.metrics.behaviour import matched_auc
+
+    contradiction, control = doc_scores[0::2].tolist(), doc_scores[1::2].tolist()
     record_of = doc_ids[0::2] // 2
-    by_files = {glob: float(wins[numpy.isin(record_of, rows)].mean())
-                for glob, rows in records_by_glob.items() if numpy.isin(record_of, rows).any()}
-    return float(wins.mean()), by_files
+    by_files = {}
+    for glob, rows in records_by_glob.items():
+        keep = numpy.isin(record_of, rows)
+        if keep.any():
+            by_files[glob] = matched_auc([s for s, k in zip(contradiction, keep) if k],
+                                         [s for s, k in zip(control, keep) if k])
+    return matched_auc(contradiction, control), by_files
 
 
 def worst_dev_false_alarms(row: dict) -> float:
