@@ -166,6 +166,11 @@ def main(
         f"\n{len(records)} records: recall {a['recall']:.2f}, pair hits {a['pair_hits']:.2f}, "
         f"false alarms {a['false_alarms']:.2f}, matched AUC {a['matched_auc']:.3f}, pair AUC {a['pair_auc']:.3f}"
     )
+    lost = a["matched_losses"]
+    typer.echo(
+        f"records lost to their controls: {lost['pair']:.3f} by the pair judgement (gold pair <= near miss), "
+        f"{lost['other_pairs']:.3f} by other pairs of the documents, {lost['not_compared']:.3f} gold pair not compared"
+    )
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(metrics, indent=2, default=float) + "\n", encoding="utf8")

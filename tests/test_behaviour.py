@@ -59,6 +59,22 @@ def test_behaviour_metrics_per_capability():
     assert m["false_alarms_by_control_kind"]["paraphrase"] == {"n": 3, "false_alarms": pytest.approx(1 / 3)}
 
 
+def test_matched_losses_say_where_records_are_lost():
+    outcomes = [
+        outcome("negation", 0.9, True, None, 0.2, False),  # won: no loss
+        outcome("negation", 0.5, False, None, 0.7, True, gold_pair=(0.5, 0.7)),  # the near miss outscores the gold pair
+        outcome("negation", 0.8, True, None, 0.9, True, gold_pair=(0.8, 0.3)),  # another pair of the control decides
+        outcome("negation", 0.4, False, None, 0.4, False, gold_pair=(0.4, 0.1)),  # a tie decided elsewhere: half
+        outcome("negation", 0.2, False, None, 0.6, False, gold_pair=(None, 0.6)),  # gold pair never scored
+        outcome("negation", 0.6, False, None, 0.6, False, gold_pair=(0.6, 0.6)),  # tied pair judgement: half
+    ]
+    m = behaviour_metrics(outcomes)["all"]
+    assert m["matched_losses"] == {
+        "pair": pytest.approx(1.5 / 6), "other_pairs": pytest.approx(1.5 / 6), "not_compared": pytest.approx(1 / 6),
+    }
+    assert sum(m["matched_losses"].values()) == pytest.approx(1 - m["matched_auc"])
+
+
 def test_gold_spans_and_bad_records(tmp_path):
     text = "A is here. B is not here. C."
     assert gold_spans(text, ["B is not here.", "A is here."]) == ((0, 10), (11, 25))

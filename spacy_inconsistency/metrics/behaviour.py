@@ -14,6 +14,11 @@ contradict itself. Per capability (negation, numbers, ...) the figures are
 - pair AUC: as matched AUC, for the score of the two gold sentences against the
   score of the control's two near-miss sentences (the pair scorer alone, without
   the rest of the document).
+- matched losses: where the records lost to their controls (1 - matched AUC) are
+  lost, as shares of all records: `pair` when the gold pair scores at or below
+  the control's near-miss pair (the pair judgement itself), `other_pairs` when
+  the gold pair scores higher but another pair of one of the documents decides,
+  `not_compared` when the gold pair was never scored. They sum to 1 - matched AUC.
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -86,6 +91,30 @@ def pooled_auc(positive: Sequence[float], negative: Sequence[float]) -> Optional
     return float(roc_auc_score([1] * len(positive) + [0] * len(negative), list(positive) + list(negative)))
 
 
+def matched_losses(outcomes: Sequence[MatchedOutcome]) -> Dict[str, float]:
+    """Where the records lost to their controls are lost (shares of all records, ties count half).
+
+    outcomes (Sequence[MatchedOutcome]): One per record.
+    RETURNS (Dict[str, float]): `pair`, `other_pairs` and `not_compared`, summing
+        to 1 - matched AUC (all 0.0 for no records).
+    """
+    losses = {"pair": 0.0, "other_pairs": 0.0, "not_compared": 0.0}
+    for o in outcomes:
+        pos, neg = o.contradiction.score, o.control.score
+        lost = 0.0 if pos > neg else 0.5 if pos == neg else 1.0
+        if not lost:
+            continue
+        gold, near_miss = o.contradiction.gold_pair_score, o.control.gold_pair_score
+        if gold is None:
+            losses["not_compared"] += lost
+        elif near_miss is not None and gold <= near_miss:
+            losses["pair"] += lost
+        else:
+            losses["other_pairs"] += lost
+    n = len(outcomes)
+    return {k: v / n for k, v in losses.items()} if n else losses
+
+
 def _summary(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
     n = len(outcomes)
     pos = [o.contradiction.score for o in outcomes]
@@ -102,6 +131,7 @@ def _summary(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
         "pooled_auc": pooled_auc(pos, neg),
         "pair_auc": matched_auc([p for p, _ in scored], [q for _, q in scored]),
         "gold_pairs_compared": sum(p is not None for p in pair_pos) / n,
+        "matched_losses": matched_losses(outcomes),
     }
 
 
@@ -111,7 +141,7 @@ def behaviour_metrics(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
     outcomes (Sequence[MatchedOutcome]): One per record.
     RETURNS (Dict[str, Any]): `all` and `by_capability` (each: `n`, `recall`,
         `pair_hits`, `false_alarms`, `matched_auc`, `pooled_auc`, `pair_auc`,
-        `gold_pairs_compared`), and `false_alarms_by_control_kind`.
+        `gold_pairs_compared`, `matched_losses`), and `false_alarms_by_control_kind`.
     """
     by_capability: Dict[str, List[MatchedOutcome]] = defaultdict(list)
     by_kind: Dict[str, List[MatchedOutcome]] = defaultdict(list)
