@@ -374,6 +374,31 @@ def test_matched_rank_loss_rewards_the_gold_pair_above_its_control():
         [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]]
 
 
+def test_background_pairs_and_their_ranking_term(tmp_path):
+    import json
+
+    probe = _probe_matched_rank()
+    records = [{"id": "r1"}, {"id": "r2"}]
+    mined = tmp_path / "mined.jsonl"
+    rows = [("a", "b", 0.2, "r2"), ("c", "d", 0.9, "r2"), ("d", "c", 0.8, "r2"), ("e", "f", 0.5, "r2"),
+            ("g", "h", 0.4, "other")]
+    mined.write_text("".join(json.dumps({"premise": p, "hypothesis": h, "score": s, "doc": d}) + "\n"
+                             for p, h, s, d in rows))
+    pairs, owner = probe.background_pairs(records, mined, per_record=2)
+    # the two highest distinct pairs of r2 ("d"/"c" is "c"/"d" read the other way), both orders each
+    assert pairs == [("c", "d"), ("d", "c"), ("e", "f"), ("f", "e")] and owner == [1, 1, 1, 1]
+    with pytest.raises(Exception):
+        probe.background_pairs([{"id": "r9"}], mined, per_record=2)
+
+    def rows_of(z):  # logits whose log-odds of contradiction is z
+        return torch.tensor([[0.0, 0.0, v + numpy.log(2)] for v in z])
+
+    # record 0 of the batch: gold orders at log-odds 3 and 0; one background row at 1
+    loss, win = probe.background_rank_loss(rows_of([3.0, 0.0, -5.0, -5.0]), rows_of([1.0]), torch.tensor([0]), margin=1.0)
+    expected = (numpy.log1p(numpy.exp(1.0 - 2.0)) + numpy.log1p(numpy.exp(1.0 + 1.0))) / 2
+    assert win == 0.5 and float(loss) == pytest.approx(expected, rel=1e-5)
+
+
 def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     import json
 
@@ -391,9 +416,10 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
             {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
     out = tmp_path / "ranked"
     probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=1.0,
-                margin=2.0, epochs=16.0, lr=1e-2, per_step=2, batch_tokens=256, threads=1, seed=0)
+                margin=2.0, epochs=16.0, lr=1e-2, per_step=2, batch_tokens=256, threads=1, seed=0,
+                background=None, background_per_record=2, background_weight=1.0)
     info = json.loads((out / "adapter_config.json").read_text())["matched_rank_probe"]
-    assert info["steps"] == 8 and info["replayed"] == 9
+    assert info["steps"] == 8 and info["replayed"] == 9 and info["background"] is None
 
     def gap(model):
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
@@ -407,6 +433,50 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     merged = mpnet_lora.build_merged_model(out, base, tmp_path / "merged")
     trained = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
     assert abs(gap(adapted)) < 0.1 and gap(trained) > 1.0
+
+
+def test_matched_rank_probe_trains_the_gold_pair_above_its_documents_background(tmp_path):
+    import json
+
+    probe = _probe_matched_rank()
+    parts, adapter, adapted = _tiny_release(tmp_path)
+    base = tmp_path / "unzipped" / "all-mpnet-base-v2"
+    gold = ("the mayor visited the plant .", "the mayor never visited the plant .")
+    control = ("the mayor visited the plant .", "the mayor visited the plant on monday .")
+    other = ("the plant opened in may .", "the mayor cut a ribbon at the plant .")
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "r1", "contradiction": {"pair": list(gold)}, "control": {"pair": list(control)}}) + "\n")
+    mined = tmp_path / "mined.jsonl"
+    mined.write_text(json.dumps({"premise": other[0], "hypothesis": other[1], "score": 0.5, "doc": "r1",
+                                 "label": "not_contradiction"}) + "\n")
+    nli_dir = tmp_path / "nli"
+    nli_dir.mkdir()
+    for name in probe.REPLAY:
+        (nli_dir / f"{name}.jsonl").write_text(json.dumps(
+            {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
+
+    def gap(model):  # log-odds of contradiction: the gold pair's minus the background pair's, both orders
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
+        batch = tokenizer([gold[0], gold[1], other[0], other[1]], [gold[1], gold[0], other[1], other[0]],
+                          return_tensors="pt", padding=True)
+        with torch.no_grad():
+            lp = torch.log_softmax(model(**batch).logits, -1)
+        z = lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
+        return float(z[:2].mean() - z[2:].mean())
+
+    def trained_gap(weight, name):
+        out = tmp_path / name
+        probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=0.0,
+                    margin=2.0, epochs=8.0, lr=1e-2, per_step=1, batch_tokens=256, threads=1, seed=0,
+                    background=mined, background_per_record=2, background_weight=weight)
+        info = json.loads((out / "adapter_config.json").read_text())["matched_rank_probe"]
+        assert info["background"] == str(mined) and info["background_weight"] == weight
+        merged = mpnet_lora.build_merged_model(out, base, tmp_path / f"{name}-merged")
+        return gap(transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval())
+
+    assert abs(gap(adapted)) < 0.1
+    # the background rows trained as not-contradiction alone open a smaller gap than with the ranking term
+    assert trained_gap(1.0, "ranked") > trained_gap(0.0, "ce-only") + 1.0
 
 
 def test_train_ranks_packed_records_inside_the_mix(tmp_path):

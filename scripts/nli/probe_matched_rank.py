@@ -7,6 +7,12 @@ adapters as `lora_mpnet.py finetune` does, but each step reads `--per-step` writ
 records (gold pair and the control's near-miss pair, both orders) with cross-entropy
 (contradiction / not) plus `--weight` x softplus(margin - (z_gold - z_control)) per record and
 order, z the log-odds of P(contradiction), beside one batch of replayed rows of the mix.
+With `--background` (the rows `mine_hard_negatives.py` writes for the same records) each record's
+gold pair is also ranked, with `--background-weight`, above the `--background-per-record`
+consistent pairs of its two documents that the detector scored highest, in both orders, and those
+pairs are trained as not-contradiction: a document's score is its highest pair, so a record is
+lost when such a pair outscores the gold pair (`matched_losses`' `other_pairs`), which the
+near-miss term alone does not teach.
 `records-auc` measures the matched AUC of a merged model on the training records themselves
 (does the model fit what it was taught?).
 
@@ -19,7 +25,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import typer
@@ -43,6 +49,46 @@ def read_records(paths: List[Path]) -> List[dict]:
     return [r for p in paths for r in lm._rows(p)]
 
 
+def background_pairs(records: List[dict], mined: Path, per_record: int) -> Tuple[List[Tuple[str, str]], List[int]]:
+    """Each record's `per_record` highest-scored mined pairs, both orders: (pairs, index of their record)."""
+    position = {r.get("id"): i for i, r in enumerate(records)}
+    rows: Dict[str, List[dict]] = {}
+    for row in lm._rows(mined):
+        if row["doc"] in position:
+            rows.setdefault(row["doc"], []).append(row)
+    if not rows:
+        raise typer.BadParameter(f"no row of {mined} belongs to the records", param_hint="--background")
+    pairs, owner = [], []
+    for doc, found in rows.items():
+        seen = set()
+        for row in sorted(found, key=lambda r: -r["score"]):
+            key = frozenset((row["premise"], row["hypothesis"]))
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(seen) > per_record:
+                break
+            pairs += [(row["premise"], row["hypothesis"]), (row["hypothesis"], row["premise"])]
+            owner += [position[doc]] * 2
+    return pairs, owner
+
+
+def background_rank_loss(logits, b_logits, owner, margin: float):
+    """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
+    its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
+    and the share of those comparisons the gold pair wins."""
+    import torch
+    import torch.nn.functional as F
+
+    def log_odds(x):
+        lp = F.log_softmax(x.float(), -1)
+        return lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
+
+    gold = log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
+    gap = gold - log_odds(b_logits)[:, None]
+    return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
+
+
 @app.command()
 def train(
     output: Path = typer.Option(...),
@@ -60,6 +106,10 @@ def train(
     batch_tokens: int = typer.Option(2048, help="Padded tokens of each step's replay batch."),
     threads: int = typer.Option(2),
     seed: int = typer.Option(0),
+    background: Optional[Path] = typer.Option(None, help="Mined consistent pairs of the records' documents "
+                                                        "(mine_hard_negatives.py rows, `doc` = record id)."),
+    background_per_record: int = typer.Option(2, help="A record's highest-scored background pairs ranked."),
+    background_weight: float = typer.Option(1.0, help="Weight of the background ranking term."),
 ) -> None:
     import torch
     from safetensors.torch import save_file
@@ -72,7 +122,9 @@ def train(
     rng = np.random.default_rng(seed)
     info = json.loads((adapter / "adapter_config.json").read_text())
     rank, alpha = int(info["rank"]), float(info["alpha"])
-    quads = record_quads(read_records(records))
+    recs = read_records(records)
+    quads = record_quads(recs)
+    bg_pairs, bg_owner = background_pairs(recs, background, background_per_record) if background else ([], [])
     replay = lm.replay_sample([nli_dir / f"{name}.jsonl" for name in REPLAY], replay_rows, seed)
     replay, _ = add_reverse_contradictions(replay)
     binary = {r["source"] for r in replay if r["label"] == "not_entailment"}
@@ -84,6 +136,13 @@ def train(
     r_ids, r_len = lm._flat(lm._encode(tok, [(r["premise"], r["hypothesis"]) for r in replay], 128))
     r_off = np.concatenate([[0], np.cumsum(r_len)[:-1]])
     r_y = torch.tensor(np.array(make_targets(replay, binary), dtype=np.int64).T)
+    by_record: Dict[int, List[int]] = {}
+    for k, owner in enumerate(bg_owner):
+        by_record.setdefault(owner, []).append(k)
+    if bg_pairs:
+        b_ids, b_len = lm._flat(lm._encode(tok, bg_pairs, 128))
+        b_off = np.concatenate([[0], np.cumsum(b_len)[:-1]])
+        lm.log(f"{len(bg_pairs)} background rows (both orders) of {len(by_record)} records")
 
     steps = max(1, int(round(len(quads) / per_step * epochs)))
     q_plan: List[int] = []
@@ -115,21 +174,34 @@ def train(
         yr = r_y[ridx]
         ce_replay = nli_loss(r_logits, yr[:, 0], yr[:, 1], yr[:, 2])
         loss = ce_records + ce_replay + weight * rank_loss
+        bg_rows = [(j, k) for j, i in enumerate(chosen) for k in by_record.get(int(i), [])]
+        bg_loss, bg_win = torch.zeros(()), float("nan")
+        if bg_rows:
+            ba, bm = lm._tensors(np.array([k for _, k in bg_rows]), b_ids, b_off, b_len, "cpu")
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                b_logits = model(input_ids=ba, attention_mask=bm).logits
+            owner = torch.tensor([j for j, _ in bg_rows])
+            bg_loss, bg_win = background_rank_loss(logits, b_logits, owner, margin)
+            zeros = torch.zeros(len(bg_rows), dtype=torch.long)
+            loss = loss + background_weight * bg_loss + nli_loss(b_logits, zeros - 1, zeros - 1, zeros)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        logs.append([float(ce_records.detach()), float(ce_replay.detach()), float(rank_loss.detach()), win])
+        logs.append([float(ce_records.detach()), float(ce_replay.detach()), float(rank_loss.detach()), win,
+                     float(bg_loss.detach()), bg_win])
         if (step + 1) % 25 == 0:
-            mean = np.mean(logs[-25:], 0)
+            mean = np.nanmean(logs[-25:], 0)
             lm.log(f"step {step + 1}/{steps} ce records {mean[0]:.3f} replay {mean[1]:.3f} "
-                   f"rank {mean[2]:.3f} gold above control {mean[3]:.3f} {time.time() - start:.0f}s")
+                   f"rank {mean[2]:.3f} gold above control {mean[3]:.3f} background rank {mean[4]:.3f} "
+                   f"gold above background {mean[5]:.3f} {time.time() - start:.0f}s")
     output.mkdir(parents=True, exist_ok=True)
     save_file(lm.adapter_tensors(model, lora), str(output / "adapter.safetensors"))
     info = {**info, "matched_rank_probe": {
         "from": str(adapter), "records": [str(p) for p in records], "replayed": len(replay), "weight": weight,
-        "margin": margin, "epochs": epochs, "lr": lr, "steps": steps, "train_s": round(time.time() - start, 1),
-        "last_25": [round(float(x), 4) for x in np.mean(logs[-25:], 0)]}}
+        "margin": margin, "background": str(background) if background else None,
+        "background_per_record": background_per_record, "background_weight": background_weight, "epochs": epochs, "lr": lr, "steps": steps, "train_s": round(time.time() - start, 1),
+        "last_25": [round(float(x), 4) for x in np.nanmean(logs[-25:], 0)]}}
     (output / "adapter_config.json").write_text(json.dumps(info, indent=1))
     lm.log(f"saved {output}")
 
