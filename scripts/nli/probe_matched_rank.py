@@ -20,6 +20,9 @@ near-miss term alone does not teach.
     python scripts/nli/lora_mpnet.py merge --adapter training/mpnet-rank1 --output training/mpnet-rank1-merged
     python scripts/nli/lora_mpnet.py evaluate --model training/mpnet-rank1-merged --heldout-per-source 50
     python scripts/nli/probe_matched_rank.py records-auc --model training/mpnet-rank1-merged
+    python scripts/nli/mine_hard_negatives.py --input data/near_miss --min-score 0.02 --output training/docrank/hardneg.jsonl
+    python scripts/nli/probe_matched_rank.py train --output training/mpnet-docrank --epochs 2 --lr 0.0002 \
+        --background training/docrank/hardneg.jsonl --background-per-record 3
 """
 import json
 import sys
@@ -200,7 +203,8 @@ def train(
     info = {**info, "matched_rank_probe": {
         "from": str(adapter), "records": [str(p) for p in records], "replayed": len(replay), "weight": weight,
         "margin": margin, "background": str(background) if background else None,
-        "background_per_record": background_per_record, "background_weight": background_weight, "epochs": epochs, "lr": lr, "steps": steps, "train_s": round(time.time() - start, 1),
+        "background_per_record": background_per_record, "background_weight": background_weight, "epochs": epochs,
+        "lr": lr, "steps": steps, "train_s": round(time.time() - start, 1),
         "last_25": [round(float(x), 4) for x in np.nanmean(logs[-25:], 0)]}}
     (output / "adapter_config.json").write_text(json.dumps(info, indent=1))
     lm.log(f"saved {output}")
