@@ -399,6 +399,29 @@ def test_background_pairs_and_their_ranking_term(tmp_path):
     assert win == 0.5 and float(loss) == pytest.approx(expected, rel=1e-5)
 
 
+def _replay_dir(tmp_path, names):
+    """A folder with one neutral row in each of the replayed mix files NAMES."""
+    import json
+
+    nli_dir = tmp_path / "nli"
+    nli_dir.mkdir()
+    for name in names:
+        (nli_dir / f"{name}.jsonl").write_text(json.dumps(
+            {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
+    return nli_dir
+
+
+def _log_odds_gap(model, base, first, second):
+    """Log-odds of contradiction of the pair FIRST minus that of SECOND, each averaged over both orders."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
+    batch = tokenizer([first[0], first[1], second[0], second[1]], [first[1], first[0], second[1], second[0]],
+                      return_tensors="pt", padding=True)
+    with torch.no_grad():
+        lp = torch.log_softmax(model(**batch).logits, -1)
+    z = lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
+    return float(z[:2].mean() - z[2:].mean())
+
+
 def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     import json
 
@@ -409,11 +432,7 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     control = ("it rained on monday .", "the sun came out on monday .")
     records = tmp_path / "records.jsonl"
     records.write_text(json.dumps({"contradiction": {"pair": list(gold)}, "control": {"pair": list(control)}}) + "\n")
-    nli_dir = tmp_path / "nli"
-    nli_dir.mkdir()
-    for name in probe.REPLAY:
-        (nli_dir / f"{name}.jsonl").write_text(json.dumps(
-            {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
+    nli_dir = _replay_dir(tmp_path, probe.REPLAY)
     out = tmp_path / "ranked"
     probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=1.0,
                 margin=2.0, epochs=16.0, lr=1e-2, per_step=2, batch_tokens=256, threads=1, seed=0,
@@ -422,13 +441,7 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     assert info["steps"] == 8 and info["replayed"] == 9 and info["background"] is None
 
     def gap(model):
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
-        batch = tokenizer([gold[0], gold[1], control[0], control[1]], [gold[1], gold[0], control[1], control[0]],
-                          return_tensors="pt", padding=True)
-        with torch.no_grad():
-            lp = torch.log_softmax(model(**batch).logits, -1)
-        z = lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
-        return float(z[:2].mean() - z[2:].mean())
+        return _log_odds_gap(model, base, gold, control)
 
     merged = mpnet_lora.build_merged_model(out, base, tmp_path / "merged")
     trained = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
@@ -449,20 +462,10 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_documents_background(
     mined = tmp_path / "mined.jsonl"
     mined.write_text(json.dumps({"premise": other[0], "hypothesis": other[1], "score": 0.5, "doc": "r1",
                                  "label": "not_contradiction"}) + "\n")
-    nli_dir = tmp_path / "nli"
-    nli_dir.mkdir()
-    for name in probe.REPLAY:
-        (nli_dir / f"{name}.jsonl").write_text(json.dumps(
-            {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": name}) + "\n")
+    nli_dir = _replay_dir(tmp_path, probe.REPLAY)
 
-    def gap(model):  # log-odds of contradiction: the gold pair's minus the background pair's, both orders
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(base))
-        batch = tokenizer([gold[0], gold[1], other[0], other[1]], [gold[1], gold[0], other[1], other[0]],
-                          return_tensors="pt", padding=True)
-        with torch.no_grad():
-            lp = torch.log_softmax(model(**batch).logits, -1)
-        z = lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
-        return float(z[:2].mean() - z[2:].mean())
+    def gap(model):  # the gold pair's log-odds of contradiction minus the background pair's
+        return _log_odds_gap(model, base, gold, other)
 
     def trained_gap(weight, name):
         out = tmp_path / name
