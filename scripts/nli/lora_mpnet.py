@@ -152,13 +152,20 @@ def record_quads(records: List[dict]) -> List[List[Tuple[str, str]]]:
 QUAD_TARGETS = [[-1, -1, 1], [-1, -1, 1], [-1, -1, 0], [-1, -1, 0]]
 
 
-def _rank_terms(logits, margin: float):
-    """The ranking loss and the share of gold pairs above their controls, both as tensors (no GPU sync)."""
+def contradiction_log_odds(logits):
+    """(n, 3) logits -> (n,) log P(contradiction) - log P(not contradiction), in float32."""
     import torch
     import torch.nn.functional as F
 
     lp = F.log_softmax(logits.float(), -1)
-    z = (lp[:, 2] - torch.logsumexp(lp[:, :2], -1)).view(-1, 4)
+    return lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
+
+
+def _rank_terms(logits, margin: float):
+    """The ranking loss and the share of gold pairs above their controls, both as tensors (no GPU sync)."""
+    import torch.nn.functional as F
+
+    z = contradiction_log_odds(logits).view(-1, 4)
     gap = z[:, :2] - z[:, 2:]
     return F.softplus(margin - gap).mean(), (gap > 0).float().mean()
 

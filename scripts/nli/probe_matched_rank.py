@@ -80,15 +80,10 @@ def background_rank_loss(logits, b_logits, owner, margin: float):
     """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
     its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
     and the share of those comparisons the gold pair wins."""
-    import torch
     import torch.nn.functional as F
 
-    def log_odds(x):
-        lp = F.log_softmax(x.float(), -1)
-        return lp[:, 2] - torch.logsumexp(lp[:, :2], -1)
-
-    gold = log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
-    gap = gold - log_odds(b_logits)[:, None]
+    gold = lm.contradiction_log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
+    gap = gold - lm.contradiction_log_odds(b_logits)[:, None]
     return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
 
 
