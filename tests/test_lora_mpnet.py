@@ -482,10 +482,10 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_documents_background(
     assert trained_gap(1.0, "ranked") > trained_gap(0.0, "ce-only") + 1.0
 
 
-def test_train_ranks_packed_records_inside_the_mix(tmp_path):
+def _rank_pack_inputs(tmp_path, suite_records=()):
+    """A written record to rank (gold, control), a suite of it plus SUITE_RECORDS and a one-row mix:
+    returns (record, pack keyword arguments without output or rank_records)."""
     import json
-
-    import typer
 
     parts, adapter, adapted = _tiny_release(tmp_path)
     base = tmp_path / "unzipped" / "all-mpnet-base-v2"
@@ -493,27 +493,38 @@ def test_train_ranks_packed_records_inside_the_mix(tmp_path):
     control = ("the mayor visited the plant .", "the mayor visited the plant on monday .")
     record = {"id": "r-1", "capability": "negation", "contradiction": {"pair": list(gold)},
               "control": {"pair": list(control), "kind": "change over time"}}
-    records = tmp_path / "records.jsonl"
-    records.write_text(json.dumps(record) + "\n")
+    (tmp_path / "records.jsonl").write_text(json.dumps(record) + "\n")
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "dev_part1.jsonl").write_text(json.dumps(record) + "\n")
+    (suite / "dev_part1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [record, *suite_records]))
     nli_dir = tmp_path / "nli"
     nli_dir.mkdir()
     row = {"premise": "it rained on monday .", "hypothesis": "the sun came out .", "label": "neutral", "source": "t"}
     for name in ["train", "containment_train", "heldout", "curriculum_heldout", "edit_heldout", "containment_heldout",
                  *lm.SKILL_FILES]:
         (nli_dir / f"{name}.jsonl").write_text(json.dumps(row) + "\n")
-    pack_dir = tmp_path / "pack"
     common = dict(base=base, nli_dir=nli_dir, behaviour_dir=suite, max_length=32, containment_max_length=32,
                   containment_rows=10, big_source_cap=10, heldout_per_source=10, seed=0, score_pairs=None,
                   score_max_length=32, extra_train=[], extra_repeat=1)
-    lm.pack(output=pack_dir, rank_records=[tmp_path / "rec*.jsonl"], **common)  # a pattern, as project.yml passes it
+    return record, common
+
+
+_TRAIN_RUN = dict(rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, max_steps=40, warmup=0.0, seed=0,
+                  eval_limit=0, bench_pairs=0, threads=1, rank_margin=2.0, rank_per_step=2)
+
+
+def test_train_ranks_packed_records_inside_the_mix(tmp_path):
+    import json
+
+    import typer
+
+    record, common = _rank_pack_inputs(tmp_path)
+    pack_dir = tmp_path / "pack"
+    lm.pack(output=pack_dir, rank_records=[tmp_path / "rec*.jsonl"], background=None, **common)  # a pattern, as project.yml passes it
     assert json.loads((pack_dir / "meta.json").read_text())["rank_records"] == 1
     with pytest.raises(typer.BadParameter, match="no file matches"):
-        lm.pack(output=tmp_path / "unmatched", rank_records=[tmp_path / "none*.jsonl"], **common)
-    run = dict(pack_dir=pack_dir, rank=4, alpha=8.0, lr=1e-2, batch_tokens=256, max_minutes=0.1, max_steps=40, warmup=0.0, seed=0,
-               eval_limit=0, bench_pairs=0, threads=1, rank_margin=2.0, rank_per_step=2)
+        lm.pack(output=tmp_path / "unmatched", rank_records=[tmp_path / "none*.jsonl"], background=None, **common)
+    run = dict(pack_dir=pack_dir, background_weight=0.0, **_TRAIN_RUN)
     lm.train(output=tmp_path / "ranked", rank_weight=1.0, **run)
     info = json.loads((tmp_path / "ranked" / "adapter_config.json").read_text())
     assert info["matched_rank"]["records"] == 1 and info["matched_rank"]["steps"] == info["steps"] > 0
@@ -526,6 +537,49 @@ def test_train_ranks_packed_records_inside_the_mix(tmp_path):
     assert "matched_rank" not in json.loads((tmp_path / "plain" / "adapter_config.json").read_text())
     plain = json.loads((tmp_path / "plain" / "eval.json").read_text())["after"]["behaviour"]["scores"][0]
     assert not min(plain[:2]) > max(plain[2:])
-    lm.pack(output=tmp_path / "bare", rank_records=[], **common)
+    lm.pack(output=tmp_path / "bare", rank_records=[], background=None, **common)
     with pytest.raises(typer.BadParameter, match="rank-records"):
         lm.train(output=tmp_path / "none", rank_weight=1.0, **{**run, "pack_dir": tmp_path / "bare"})
+
+
+def test_train_ranks_the_gold_pair_above_its_documents_packed_background(tmp_path):
+    import json
+
+    import typer
+
+    # consistent, and it shares the gold pair's "never"
+    other = ("the sun came out .", "the mayor never visited the plant .")
+    # The suite's second record reads the gold pair against the background pair (as its "control").
+    probe = {"id": "probe", "capability": "negation", "contradiction": {"pair": ["the mayor visited the plant .",
+                                                                                "the mayor never visited the plant ."]},
+             "control": {"pair": list(other), "kind": "other pair"}}
+    record, common = _rank_pack_inputs(tmp_path, [probe])
+    mined = tmp_path / "mined.jsonl"
+    mined.write_text("".join(json.dumps({"premise": a, "hypothesis": b, "score": sc, "doc": doc, "label": "not_contradiction"}) + "\n"
+                             for a, b, sc, doc in [(*other, 0.5, "r-1"), ("it rained .", "it snowed .", 0.9, "elsewhere")]))
+    with pytest.raises(typer.BadParameter, match="rank-records"):
+        lm.pack(output=tmp_path / "alone", rank_records=[], background=mined, **common)
+    pack_dir = tmp_path / "pack"
+    lm.pack(output=pack_dir, rank_records=[tmp_path / "records.jsonl"], background=mined, background_per_record=3, **common)
+    meta = json.loads((pack_dir / "meta.json").read_text())
+    assert meta["rank_records"] == 1 and meta["background_rows"] == 2  # the record's one pair, both orders
+    with pytest.raises(typer.BadParameter, match="belongs to the records"):
+        lm.pack(output=tmp_path / "unowned", rank_records=[tmp_path / "records.jsonl"],
+                background=tmp_path / "nli" / "train.jsonl", **common)
+
+    def gap(name, background_weight):  # log-odds of contradiction: the gold pair's minus the background pair's
+        out = tmp_path / name
+        lm.train(output=out, pack_dir=pack_dir, rank_weight=1.0, background_weight=background_weight, **_TRAIN_RUN)
+        info = json.loads((out / "adapter_config.json").read_text())["matched_rank"]
+        merged = mpnet_lora.build_merged_model(out, common["base"], tmp_path / f"{name}-merged")
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(str(merged)).eval()
+        return _log_odds_gap(model, common["base"], probe["contradiction"]["pair"], other), info
+
+    with_background, info = gap("with", 1.0)
+    without, info_without = gap("without", 0.0)
+    assert info["background"]["rows"] == 2 and "background" not in info_without
+    assert info["background"]["last_200"]["gold_above_background"] > 0.5
+    assert with_background > without + 1.0
+    lm.pack(output=tmp_path / "no-bg", rank_records=[tmp_path / "records.jsonl"], background=None, **common)
+    with pytest.raises(typer.BadParameter, match="--background-weight"):
+        lm.train(output=tmp_path / "none", pack_dir=tmp_path / "no-bg", rank_weight=1.0, background_weight=1.0, **_TRAIN_RUN)

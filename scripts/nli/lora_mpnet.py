@@ -21,7 +21,9 @@ on every attention and feed-forward projection plus the classification head (QLo
 et al. 2023, with plain int4 instead of NF4), then evaluates held-out accuracy per source and
 the behavioural pairs (contradiction pair vs. its matched control pair); with ``pack
 --rank-records`` and ``train --rank-weight`` each step also ranks written records' gold pairs
-above their controls' (the objective of ``probe_matched_rank.py``). ``merge`` rebuilds
+above their controls' (the objective of ``probe_matched_rank.py``), and with ``pack --background``
+and ``train --background-weight`` above the consistent pairs of their own documents that the
+detector scored highest (``probe_matched_rank.py train --background``). ``merge`` rebuilds
 the same dequantized weights from the full model here, adds the adapters (W + B A alpha/r) and
 saves an ordinary Hugging Face model directory the detector loads with
 ``config={"model": {"model": PATH}}``.
@@ -178,6 +180,49 @@ def matched_rank_loss(logits, margin: float):
     return loss, float(win)
 
 
+def background_pairs(records: List[dict], mined: Path, per_record: int) -> Tuple[List[Tuple[str, str]], List[int]]:
+    """Each record's `per_record` highest-scored mined pairs (`mine_hard_negatives.py` rows, `doc` the
+    record's id), both orders: (pairs, index of their record in RECORDS)."""
+    position = {r.get("id"): i for i, r in enumerate(records)}
+    rows: Dict[str, List[dict]] = {}
+    for row in _rows(mined):
+        if row.get("doc") in position:
+            rows.setdefault(row["doc"], []).append(row)
+    if not rows:
+        raise typer.BadParameter(f"no row of {mined} belongs to the records", param_hint="--background")
+    pairs, owner = [], []
+    for doc, found in rows.items():
+        seen = set()
+        for row in sorted(found, key=lambda r: -r["score"]):
+            key = frozenset((row["premise"], row["hypothesis"]))
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(seen) > per_record:
+                break
+            pairs += [(row["premise"], row["hypothesis"]), (row["hypothesis"], row["premise"])]
+            owner += [position[doc]] * 2
+    return pairs, owner
+
+
+def _background_terms(logits, b_logits, owner, margin: float):
+    """The background ranking loss and the share of comparisons the gold pair wins, as tensors."""
+    import torch.nn.functional as F
+
+    gold = contradiction_log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
+    gap = gold - contradiction_log_odds(b_logits)[:, None]
+    return F.softplus(margin - gap).mean(), (gap > 0).float().mean()
+
+
+def background_rank_loss(logits, b_logits, owner, margin: float):
+    """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
+    its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
+    and the share of those comparisons the gold pair wins: a document's score is its highest pair,
+    so a record is lost when another pair of its documents outscores the gold pair."""
+    loss, win = _background_terms(logits, b_logits, owner, margin)
+    return loss, float(win)
+
+
 @app.command()
 def pack(
     output: Path = typer.Option(ROOT / ".device" / "mpnet"),
@@ -201,6 +246,10 @@ def pack(
     rank_records: List[Path] = typer.Option([], help="Written near-miss records (the suite's format; files or glob "
                                                      "patterns, e.g. 'data/near_miss/train_*.jsonl') whose gold pair "
                                                      "`train --rank-weight` ranks above their control's near-miss pair."),
+    background: Optional[Path] = typer.Option(None, help="Consistent pairs of the --rank-records' own documents "
+                                                         "(mine_hard_negatives.py rows, `doc` = record id) that "
+                                                         "`train --background-weight` ranks below the record's gold pair."),
+    background_per_record: int = typer.Option(3, help="A record's highest-scored --background pairs packed."),
 ) -> None:
     """Tokenize data and 4-bit the encoder into OUTPUT (what travels to the GPU machine)."""
     sys.path.insert(0, str(HERE))
@@ -250,14 +299,24 @@ def pack(
     all_ids.append(flat)
     arrays.update({"behaviour_ids": flat, "behaviour_len": lengths})
 
-    n_rank = 0
+    n_rank = n_background = 0
+    if background is not None and not rank_records:
+        raise typer.BadParameter("--background ranks pairs below the gold pairs of --rank-records; give those too")
     if rank_records:
-        quads = record_quads([r for path in expand_paths(rank_records) for r in _rows(path)])
+        records = [r for path in expand_paths(rank_records) for r in _rows(path)]
+        quads = record_quads(records)
         flat, lengths = _flat(_encode(tokenizer, [p for q in quads for p in q], max_length))
         all_ids.append(flat)
         arrays.update({"rank_ids": flat, "rank_len": lengths})
         n_rank = len(quads)
         log(f"{n_rank} records to rank")
+        if background is not None:
+            b_pairs, b_owner = background_pairs(records, background, background_per_record)
+            flat, lengths = _flat(_encode(tokenizer, b_pairs, max_length))
+            all_ids.append(flat)
+            arrays.update({"bg_ids": flat, "bg_len": lengths, "bg_owner": np.array(b_owner, dtype=np.int32)})
+            n_background = len(b_pairs)
+            log(f"{n_background} background rows (both orders) of {len(set(b_owner))} records")
     if score_pairs is not None:
         raw = json.loads(score_pairs.read_text(encoding="utf8"))
         todo = [tuple(x[0]) if isinstance(x[0], list) else tuple(x) for x in raw]
@@ -292,7 +351,7 @@ def pack(
     (output / "config.json").write_text(json.dumps(config, indent=1))
     (output / "meta.json").write_text(json.dumps({"items": items, "binary_sources": binary, "group": GROUP,
                                                   "vocab_rows": int(len(vocab)), "max_length": max_length,
-                                                  "rank_records": n_rank}))
+                                                  "rank_records": n_rank, "background_rows": n_background}))
     sizes = {p.name: round(p.stat().st_size / 2**20, 2) for p in output.iterdir()}
     log(f"vocab rows kept {len(vocab)}; files (MiB) {sizes}")
 
@@ -531,6 +590,9 @@ def train(
     rank_margin: float = typer.Option(2.0, help="Log-odds margin of the ranking term."),
     rank_per_step: int = typer.Option(8, help="Records each step ranks (and reads with cross-entropy), beside "
                                               "its batch of the mix."),
+    background_weight: float = typer.Option(0.0, help="Weight of the term that ranks each record's gold pair above "
+                                                      "the packed --background pairs of its own documents (also "
+                                                      "trained as not-contradiction); 0: not read."),
 ) -> None:
     """Train LoRA adapters + head on the packed data (GPU, or CPU with bf16 autocast where the CPU
     has native bf16: `bench-train` says how long that takes), evaluate, save to OUTPUT.
@@ -538,7 +600,10 @@ def train(
     With `--rank-weight` each step also reads `--rank-per-step` packed written records (gold pair and
     control pair, both orders): cross-entropy (contradiction / not) plus the weight times
     softplus(margin - (z_gold - z_control)) per record and order, z the log-odds of P(contradiction),
-    the objective of `probe_matched_rank.py` inside the mix's training."""
+    the objective of `probe_matched_rank.py` inside the mix's training. With `--background-weight`
+    the step also reads the packed background pairs of those records (consistent pairs of their own
+    documents that the detector scored highest) as not-contradiction and ranks the gold pair above
+    each, as `probe_matched_rank.py train --background` does."""
     import torch
     from safetensors.torch import save_file
 
@@ -553,9 +618,12 @@ def train(
     t0 = time.time()
     data = dict(np.load(pack_dir / "data.npz"))
     meta = json.loads((pack_dir / "meta.json").read_text())
+    records_read = bool(rank_weight or background_weight)
     if rank_weight and "rank_ids" not in data:
         raise typer.BadParameter(f"--rank-weight needs records packed with `pack --rank-records`; {pack_dir} has none")
-    if rank_weight and rank_per_step < 1:
+    if background_weight and "bg_ids" not in data:
+        raise typer.BadParameter(f"--background-weight needs rows packed with `pack --background`; {pack_dir} has none")
+    if records_read and rank_per_step < 1:
         raise typer.BadParameter(f"--rank-per-step must be at least 1, not {rank_per_step}")
     model, lora = _build(pack_dir, rank, alpha)
     model.to(device)
@@ -567,13 +635,19 @@ def train(
     ids, lengths, y = data["train_ids"], data["train_len"], torch.from_numpy(data["train_y"].astype(np.int64))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     rng = np.random.default_rng(seed)
-    if rank_weight:
+    if records_read:
         q_ids, q_len = data["rank_ids"], data["rank_len"]
         q_off = np.concatenate([[0], np.cumsum(q_len)[:-1]])
         n_records = len(q_len) // 4
         q_plan: List[int] = []
         q_y = torch.tensor(QUAD_TARGETS * min(rank_per_step, n_records), dtype=torch.long)
         rank_logs: List[List[float]] = []
+        by_record: Dict[int, List[int]] = {}
+        if background_weight:
+            b_ids, b_len = data["bg_ids"], data["bg_len"]
+            b_off = np.concatenate([[0], np.cumsum(b_len)[:-1]])
+            for k, owner in enumerate(data["bg_owner"].tolist()):
+                by_record.setdefault(owner, []).append(k)
     step, seen, epoch, losses = 0, 0, 0, []
     start = time.time()
     budget = max_minutes * 60
@@ -591,7 +665,7 @@ def train(
                 logits = model(input_ids=a, attention_mask=m).logits
             target = y[idx].to(device)
             loss = nli_loss(logits, target[:, 0], target[:, 1], target[:, 2])
-            if rank_weight:
+            if records_read:
                 if len(q_plan) < rank_per_step:
                     q_plan += list(rng.permutation(n_records))
                 chosen, q_plan = q_plan[:rank_per_step], q_plan[rank_per_step:]
@@ -602,7 +676,18 @@ def train(
                 ce_records = nli_loss(q_logits, qt[:, 0], qt[:, 1], qt[:, 2])
                 rank_loss, win = _rank_terms(q_logits, rank_margin)
                 loss = loss + ce_records + rank_weight * rank_loss
-                rank_logs.append(torch.stack([ce_records.detach(), rank_loss.detach(), win.detach()]))
+                b_loss = b_win = torch.full((), float("nan"), device=device)
+                b_rows = [(j, k) for j, i in enumerate(chosen) for k in by_record.get(int(i), [])]
+                if b_rows:
+                    ba, bm = _tensors(np.array([k for _, k in b_rows]), b_ids, b_off, b_len, device)
+                    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+                        b_logits = model(input_ids=ba, attention_mask=bm).logits
+                    owner = torch.tensor([j for j, _ in b_rows], device=device)
+                    b_loss, b_win = _background_terms(q_logits, b_logits, owner, rank_margin)
+                    no = torch.zeros(len(b_rows), dtype=torch.long, device=device)
+                    loss = loss + background_weight * b_loss + nli_loss(b_logits, no - 1, no - 1, no)
+                rank_logs.append(torch.stack([ce_records.detach(), rank_loss.detach(), win.detach(),
+                                              b_loss.detach(), b_win.detach()]))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -625,12 +710,17 @@ def train(
             "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "bf16_autocast": bf16,
             "loss_first_200": round(float(np.mean(losses[:200])), 4), "loss_last_200": round(float(np.mean(losses[-200:])), 4),
             "targets": list(LORA_TARGETS), "group": meta["group"]}
-    if rank_weight:
-        last = torch.stack(rank_logs[-200:]).mean(0).tolist()
+    if records_read:
+        last = torch.stack(rank_logs[-200:]).nanmean(0).tolist()
         info["matched_rank"] = {"records": n_records, "weight": rank_weight, "margin": rank_margin,
                                 "per_step": rank_per_step, "steps": len(rank_logs),
                                 "last_200": {"ce_records": round(float(last[0]), 4), "rank": round(float(last[1]), 4),
                                              "gold_above_control": round(float(last[2]), 4)}}
+        if background_weight:  # nan: no record of the last 200 steps had background rows
+            info["matched_rank"]["background"] = {
+                "rows": int(len(b_len)), "weight": background_weight,
+                "last_200": {"rank": None if math.isnan(last[3]) else round(last[3], 4),
+                             "gold_above_background": None if math.isnan(last[4]) else round(last[4], 4)}}
     if "score_ids" in data:
         scores = _probs(model, data["score_ids"], data["score_len"], device)
         np.save(output / "scores.npy", scores.astype(np.float16))

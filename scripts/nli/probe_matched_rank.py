@@ -28,7 +28,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 import typer
@@ -46,45 +46,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True)
 # The ranking objective lives with the training script (`lora_mpnet.py train --rank-weight` uses it too).
 record_quads = lm.record_quads
 matched_rank_loss = lm.matched_rank_loss
+background_pairs = lm.background_pairs
+background_rank_loss = lm.background_rank_loss
 
 
 def read_records(paths: List[Path]) -> List[dict]:
     return [r for p in paths for r in lm._rows(p)]
-
-
-def background_pairs(records: List[dict], mined: Path, per_record: int) -> Tuple[List[Tuple[str, str]], List[int]]:
-    """Each record's `per_record` highest-scored mined pairs, both orders: (pairs, index of their record)."""
-    position = {r.get("id"): i for i, r in enumerate(records)}
-    rows: Dict[str, List[dict]] = {}
-    for row in lm._rows(mined):
-        if row["doc"] in position:
-            rows.setdefault(row["doc"], []).append(row)
-    if not rows:
-        raise typer.BadParameter(f"no row of {mined} belongs to the records", param_hint="--background")
-    pairs, owner = [], []
-    for doc, found in rows.items():
-        seen = set()
-        for row in sorted(found, key=lambda r: -r["score"]):
-            key = frozenset((row["premise"], row["hypothesis"]))
-            if key in seen:
-                continue
-            seen.add(key)
-            if len(seen) > per_record:
-                break
-            pairs += [(row["premise"], row["hypothesis"]), (row["hypothesis"], row["premise"])]
-            owner += [position[doc]] * 2
-    return pairs, owner
-
-
-def background_rank_loss(logits, b_logits, owner, margin: float):
-    """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
-    its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
-    and the share of those comparisons the gold pair wins."""
-    import torch.nn.functional as F
-
-    gold = lm.contradiction_log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
-    gap = gold - lm.contradiction_log_odds(b_logits)[:, None]
-    return F.softplus(margin - gap).mean(), float((gap > 0).float().mean())
 
 
 @app.command()
