@@ -48,9 +48,11 @@ def order_free_features(probs: np.ndarray) -> np.ndarray:
 
 
 def matched_auc(scores: np.ndarray) -> float:
-    """(records, 2) scores of the gold and the control pair -> share of gold above control, ties half."""
-    gold, control = scores[:, 0], scores[:, 1]
-    return float(((gold > control) + 0.5 * (gold == control)).mean())
+    """(records, 2) scores of the gold and the control pair -> share of gold above control, ties half
+    (the suite's matched AUC, `metrics.behaviour.matched_auc`)."""
+    from spacy_inconsistency.metrics.behaviour import matched_auc as shared
+
+    return shared(scores[:, 0].tolist(), scores[:, 1].tolist())
 
 
 def nli_probs(model: str, pairs: List[Tuple[str, str]]) -> np.ndarray:
