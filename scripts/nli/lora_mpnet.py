@@ -214,6 +214,43 @@ def _background_terms(logits, b_logits, owner, margin: float):
     return F.softplus(margin - gap).mean(), (gap > 0).float().mean()
 
 
+class BackgroundRows:
+    """Tokenized background pairs (`background_pairs`, in the layout `_flat` writes) and the rows of each
+    record, read by a training step beside the records it ranks."""
+
+    def __init__(self, ids: np.ndarray, lengths: np.ndarray, owner):
+        self.ids, self.lengths = ids, lengths
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.by_record: Dict[int, List[int]] = {}
+        for k, record in enumerate(owner):
+            self.by_record.setdefault(int(record), []).append(k)
+
+    def rows_of(self, chosen) -> Tuple[List[int], List[int]]:
+        """The background rows of the records CHOSEN for a step, and each row's position in CHOSEN."""
+        pairs = [(k, j) for j, i in enumerate(chosen) for k in self.by_record.get(int(i), [])]
+        return [k for k, _ in pairs], [j for _, j in pairs]
+
+    def step_terms(self, model, logits, chosen, margin: float, device: str, bf16: bool):
+        """None when no chosen record has background rows; else, as tensors, the ranking loss of the
+        records' gold pairs (`logits`, record_quads order) above their rows, the share of comparisons
+        won, and the rows' cross-entropy as not-contradiction."""
+        import torch
+
+        if str(HERE) not in sys.path:
+            sys.path.insert(0, str(HERE))
+        from train_nli import nli_loss  # noqa: E402
+
+        rows, owner = self.rows_of(chosen)
+        if not rows:
+            return None
+        a, m = _tensors(np.array(rows), self.ids, self.offsets, self.lengths, device)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+            b_logits = model(input_ids=a, attention_mask=m).logits
+        loss, win = _background_terms(logits, b_logits, torch.tensor(owner, device=device), margin)
+        no = torch.zeros(len(rows), dtype=torch.long, device=device)
+        return loss, win, nli_loss(b_logits, no - 1, no - 1, no)
+
+
 def background_rank_loss(logits, b_logits, owner, margin: float):
     """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
     its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
@@ -642,12 +679,7 @@ def train(
         q_plan: List[int] = []
         q_y = torch.tensor(QUAD_TARGETS * min(rank_per_step, n_records), dtype=torch.long)
         rank_logs: List[List[float]] = []
-        by_record: Dict[int, List[int]] = {}
-        if background_weight:
-            b_ids, b_len = data["bg_ids"], data["bg_len"]
-            b_off = np.concatenate([[0], np.cumsum(b_len)[:-1]])
-            for k, owner in enumerate(data["bg_owner"].tolist()):
-                by_record.setdefault(owner, []).append(k)
+        background = BackgroundRows(data["bg_ids"], data["bg_len"], data["bg_owner"]) if background_weight else None
     step, seen, epoch, losses = 0, 0, 0, []
     start = time.time()
     budget = max_minutes * 60
@@ -677,15 +709,10 @@ def train(
                 rank_loss, win = _rank_terms(q_logits, rank_margin)
                 loss = loss + ce_records + rank_weight * rank_loss
                 b_loss = b_win = torch.full((), float("nan"), device=device)
-                b_rows = [(j, k) for j, i in enumerate(chosen) for k in by_record.get(int(i), [])]
-                if b_rows:
-                    ba, bm = _tensors(np.array([k for _, k in b_rows]), b_ids, b_off, b_len, device)
-                    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
-                        b_logits = model(input_ids=ba, attention_mask=bm).logits
-                    owner = torch.tensor([j for j, _ in b_rows], device=device)
-                    b_loss, b_win = _background_terms(q_logits, b_logits, owner, rank_margin)
-                    no = torch.zeros(len(b_rows), dtype=torch.long, device=device)
-                    loss = loss + background_weight * b_loss + nli_loss(b_logits, no - 1, no - 1, no)
+                terms = background.step_terms(model, q_logits, chosen, rank_margin, device, bf16) if background else None
+                if terms is not None:
+                    b_loss, b_win, b_ce = terms
+                    loss = loss + background_weight * b_loss + b_ce
                 rank_logs.append(torch.stack([ce_records.detach(), rank_loss.detach(), win.detach(),
                                               b_loss.detach(), b_win.detach()]))
             loss.backward()
@@ -718,7 +745,7 @@ def train(
                                              "gold_above_control": round(float(last[2]), 4)}}
         if background_weight:  # nan: no record of the last 200 steps had background rows
             info["matched_rank"]["background"] = {
-                "rows": int(len(b_len)), "weight": background_weight,
+                "rows": int(len(background.lengths)), "weight": background_weight,
                 "last_200": {"rank": None if math.isnan(last[3]) else round(last[3], 4),
                              "gold_above_background": None if math.isnan(last[4]) else round(last[4], 4)}}
     if "score_ids" in data:

@@ -28,7 +28,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 import typer
@@ -47,7 +47,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True)
 record_quads = lm.record_quads
 matched_rank_loss = lm.matched_rank_loss
 background_pairs = lm.background_pairs
-background_rank_loss = lm.background_rank_loss
 
 
 def read_records(paths: List[Path]) -> List[dict]:
@@ -101,13 +100,10 @@ def train(
     r_ids, r_len = lm._flat(lm._encode(tok, [(r["premise"], r["hypothesis"]) for r in replay], 128))
     r_off = np.concatenate([[0], np.cumsum(r_len)[:-1]])
     r_y = torch.tensor(np.array(make_targets(replay, binary), dtype=np.int64).T)
-    by_record: Dict[int, List[int]] = {}
-    for k, owner in enumerate(bg_owner):
-        by_record.setdefault(owner, []).append(k)
+    bg = None
     if bg_pairs:
-        b_ids, b_len = lm._flat(lm._encode(tok, bg_pairs, 128))
-        b_off = np.concatenate([[0], np.cumsum(b_len)[:-1]])
-        lm.log(f"{len(bg_pairs)} background rows (both orders) of {len(by_record)} records")
+        bg = lm.BackgroundRows(*lm._flat(lm._encode(tok, bg_pairs, 128)), bg_owner)
+        lm.log(f"{len(bg_pairs)} background rows (both orders) of {len(bg.by_record)} records")
 
     steps = max(1, int(round(len(quads) / per_step * epochs)))
     q_plan: List[int] = []
@@ -139,22 +135,17 @@ def train(
         yr = r_y[ridx]
         ce_replay = nli_loss(r_logits, yr[:, 0], yr[:, 1], yr[:, 2])
         loss = ce_records + ce_replay + weight * rank_loss
-        bg_rows = [(j, k) for j, i in enumerate(chosen) for k in by_record.get(int(i), [])]
-        bg_loss, bg_win = torch.zeros(()), float("nan")
-        if bg_rows:
-            ba, bm = lm._tensors(np.array([k for _, k in bg_rows]), b_ids, b_off, b_len, "cpu")
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                b_logits = model(input_ids=ba, attention_mask=bm).logits
-            owner = torch.tensor([j for j, _ in bg_rows])
-            bg_loss, bg_win = background_rank_loss(logits, b_logits, owner, margin)
-            zeros = torch.zeros(len(bg_rows), dtype=torch.long)
-            loss = loss + background_weight * bg_loss + nli_loss(b_logits, zeros - 1, zeros - 1, zeros)
+        bg_loss = bg_win = torch.full((), float("nan"))
+        terms = bg.step_terms(model, logits, chosen, margin, "cpu", bf16) if bg else None
+        if terms is not None:
+            bg_loss, bg_win, bg_ce = terms
+            loss = loss + background_weight * bg_loss + bg_ce
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         logs.append([float(ce_records.detach()), float(ce_replay.detach()), float(rank_loss.detach()), win,
-                     float(bg_loss.detach()), bg_win])
+                     float(bg_loss.detach()), float(bg_win)])
         if (step + 1) % 25 == 0:
             mean = np.nanmean(logs[-25:], 0)
             lm.log(f"step {step + 1}/{steps} ce records {mean[0]:.3f} replay {mean[1]:.3f} "
