@@ -140,6 +140,17 @@ def markdown_table(metrics: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def control_kind_table(metrics: Dict[str, Any]) -> str:
+    """Which kinds of near miss the contradictions lose to (records without a kind: "(none)")."""
+    lines = ["| control kind | n | false_alarms | matched_auc | lost: pair judgement | lost: other pairs |",
+             "|---|---|---|---|---|---|"]
+    for kind, row in metrics["by_control_kind"].items():
+        lost = row["matched_losses"]
+        lines.append(f"| {kind or '(none)'} | {row['n']} | {row['false_alarms']:.2f} | {row['matched_auc']:.3f} | "
+                     f"{lost['pair']:.3f} | {lost['other_pairs']:.3f} |")
+    return "\n".join(lines)
+
+
 def main(
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the suite files."),
     split: str = typer.Option("test", help="'test' (test_*.jsonl), 'test2' (test2_*.jsonl), 'test3' (test3_*.jsonl), "
@@ -171,6 +182,7 @@ def main(
         f"records lost to their controls: {lost['pair']:.3f} by the pair judgement (gold pair <= near miss), "
         f"{lost['other_pairs']:.3f} by other pairs of the documents, {lost['not_compared']:.3f} gold pair not compared"
     )
+    typer.echo("\n" + control_kind_table(metrics))
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(metrics, indent=2, default=float) + "\n", encoding="utf8")

@@ -56,7 +56,13 @@ def test_behaviour_metrics_per_capability():
     assert neg["gold_pairs_compared"] == pytest.approx(2 / 3)
     assert m["by_capability"]["numbers"]["matched_auc"] == 0.5
     assert m["all"]["n"] == 4 and m["all"]["recall"] == 0.75
-    assert m["false_alarms_by_control_kind"]["paraphrase"] == {"n": 3, "false_alarms": pytest.approx(1 / 3)}
+    para, other = m["by_control_kind"]["paraphrase"], m["by_control_kind"]["different entity"]
+    assert para["n"] == 3 and para["false_alarms"] == pytest.approx(1 / 3)
+    assert para["matched_auc"] == pytest.approx(2.5 / 3)  # the numbers record ties at 0.6
+    # the tie is decided by other pairs: the gold pair (0.8) outscores its near miss (0.3)
+    assert para["matched_losses"] == {"pair": 0.0, "other_pairs": pytest.approx(0.5 / 3), "not_compared": 0.0}
+    assert other == {"n": 1, "false_alarms": 1.0, "matched_auc": 0.0,
+                     "matched_losses": {"pair": 0.0, "other_pairs": 1.0, "not_compared": 0.0}}
 
 
 def test_matched_losses_say_where_records_are_lost():

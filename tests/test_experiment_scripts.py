@@ -739,3 +739,23 @@ def test_set_options_write_json_values_into_the_detector_config():
     assert config["rescore_top_k"] == 16 and config["alignment"] is False
     with pytest.raises(typer.BadParameter):
         evaluate.parse_settings(["alignment"])
+
+
+def test_control_kind_table_says_which_near_misses_the_contradictions_lose_to():
+    from spacy_inconsistency.metrics.behaviour import DocOutcome, MatchedOutcome, behaviour_metrics
+
+    evaluate = _load("evaluate_behaviour", ROOT / "scripts" / "evaluate_behaviour.py")
+    gold = ((0, 10), (20, 30))
+
+    def record(kind, c_score, k_score, gold_pair, near_miss):
+        return MatchedOutcome("dates", gold, DocOutcome(c_score, False, None, gold_pair),
+                              DocOutcome(k_score, k_score >= 0.5, None, near_miss), control_kind=kind)
+
+    metrics = behaviour_metrics([
+        record("compatible", 0.2, 0.6, 0.2, 0.6),  # lost by the pair judgement, the control flagged
+        record("compatible", 0.9, 0.1, 0.9, 0.1),  # won
+        record("", 0.3, 0.4, 0.3, 0.1),  # lost to another pair of the control; no kind recorded
+    ])
+    lines = evaluate.control_kind_table(metrics).splitlines()
+    assert lines[2:] == ["| (none) | 1 | 0.00 | 0.000 | 0.000 | 1.000 |",
+                         "| compatible | 2 | 0.50 | 0.500 | 0.500 | 0.000 |"]

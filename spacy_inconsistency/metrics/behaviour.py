@@ -141,7 +141,9 @@ def behaviour_metrics(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
     outcomes (Sequence[MatchedOutcome]): One per record.
     RETURNS (Dict[str, Any]): `all` and `by_capability` (each: `n`, `recall`,
         `pair_hits`, `false_alarms`, `matched_auc`, `pooled_auc`, `pair_auc`,
-        `gold_pairs_compared`, `matched_losses`), and `false_alarms_by_control_kind`.
+        `gold_pairs_compared`, `matched_losses`), and `by_control_kind` (each: `n`,
+        `false_alarms`, `matched_auc`, `matched_losses`: which kinds of near miss the
+        contradictions lose to).
     """
     by_capability: Dict[str, List[MatchedOutcome]] = defaultdict(list)
     by_kind: Dict[str, List[MatchedOutcome]] = defaultdict(list)
@@ -151,8 +153,13 @@ def behaviour_metrics(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
     return {
         "all": _summary(outcomes) if outcomes else {"n": 0},
         "by_capability": {c: _summary(v) for c, v in sorted(by_capability.items())},
-        "false_alarms_by_control_kind": {
-            k: {"n": len(v), "false_alarms": sum(o.control.flagged for o in v) / len(v)}
+        "by_control_kind": {
+            k: {
+                "n": len(v),
+                "false_alarms": sum(o.control.flagged for o in v) / len(v),
+                "matched_auc": matched_auc([o.contradiction.score for o in v], [o.control.score for o in v]),
+                "matched_losses": matched_losses(v),
+            }
             for k, v in sorted(by_kind.items())
         },
     }
