@@ -396,7 +396,7 @@ def test_background_pairs_and_their_ranking_term(tmp_path):
     # record 0 of the batch: gold orders at log-odds 3 and 0; one background row at 1
     loss, win = lm.background_rank_loss(rows_of([3.0, 0.0, -5.0, -5.0]), rows_of([1.0]), torch.tensor([0]), margin=1.0)
     expected = (numpy.log1p(numpy.exp(1.0 - 2.0)) + numpy.log1p(numpy.exp(1.0 + 1.0))) / 2
-    assert win == 0.5 and float(loss) == pytest.approx(expected, rel=1e-5)
+    assert float(win) == 0.5 and float(loss) == pytest.approx(expected, rel=1e-5)
 
     # A step's rows: those of each chosen record, each with its record's position in the step.
     rows = lm.BackgroundRows(numpy.arange(10, dtype=numpy.int32), numpy.array([2, 3, 1, 4]), [1, 1, 0, 2])

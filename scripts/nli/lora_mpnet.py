@@ -205,8 +205,11 @@ def background_pairs(records: List[dict], mined: Path, per_record: int) -> Tuple
     return pairs, owner
 
 
-def _background_terms(logits, b_logits, owner, margin: float):
-    """The background ranking loss and the share of comparisons the gold pair wins, as tensors."""
+def background_rank_loss(logits, b_logits, owner, margin: float):
+    """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
+    its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
+    and the share of those comparisons the gold pair wins, both as tensors: a document's score is its
+    highest pair, so a record is lost when another pair of its documents outscores the gold pair."""
     import torch.nn.functional as F
 
     gold = contradiction_log_odds(logits).view(-1, 4)[:, :2][owner]  # (rows, 2)
@@ -246,18 +249,9 @@ class BackgroundRows:
         a, m = _tensors(np.array(rows), self.ids, self.offsets, self.lengths, device)
         with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
             b_logits = model(input_ids=a, attention_mask=m).logits
-        loss, win = _background_terms(logits, b_logits, torch.tensor(owner, device=device), margin)
+        loss, win = background_rank_loss(logits, b_logits, torch.tensor(owner, device=device), margin)
         no = torch.zeros(len(rows), dtype=torch.long, device=device)
         return loss, win, nli_loss(b_logits, no - 1, no - 1, no)
-
-
-def background_rank_loss(logits, b_logits, owner, margin: float):
-    """Mean softplus(margin - (z_gold - z_background)) over each background row and both orders of
-    its record's gold pair (`logits` in record_quads order, `owner` the row's record in the batch),
-    and the share of those comparisons the gold pair wins: a document's score is its highest pair,
-    so a record is lost when another pair of its documents outscores the gold pair."""
-    loss, win = _background_terms(logits, b_logits, owner, margin)
-    return loss, float(win)
 
 
 @app.command()
