@@ -374,6 +374,21 @@ def test_matched_rank_loss_rewards_the_gold_pair_above_its_control():
         [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]]
 
 
+def test_record_files_reads_comma_separated_globs_and_pins_a_set(tmp_path):
+    import typer
+
+    probe = _probe_matched_rank()
+    for name in ("train_part01.jsonl", "train_part19.jsonl", "train_part32.jsonl", "train_part33.jsonl", "notes.txt"):
+        (tmp_path / name).write_text("")
+    pinned = probe.record_files(tmp_path, "train_part0?.jsonl,train_part[12]?.jsonl,train_part3[0-2].jsonl")
+    assert [p.name for p in pinned] == ["train_part01.jsonl", "train_part19.jsonl", "train_part32.jsonl"]
+    # overlapping globs read a file once
+    assert [p.name for p in probe.record_files(tmp_path, "train_part3*.jsonl, train_part33.jsonl")] == [
+        "train_part32.jsonl", "train_part33.jsonl"]
+    with pytest.raises(typer.BadParameter, match="no file"):
+        probe.record_files(tmp_path, "train_part9?.jsonl")
+
+
 def test_background_pairs_and_their_ranking_term(tmp_path):
     import json
 
@@ -439,7 +454,7 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_control(tmp_path):
     records.write_text(json.dumps({"contradiction": {"pair": list(gold)}, "control": {"pair": list(control)}}) + "\n")
     nli_dir = _replay_dir(tmp_path, probe.REPLAY)
     out = tmp_path / "ranked"
-    probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=1.0,
+    probe.train(output=out, records_dir=tmp_path, pattern="records.jsonl", nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=1.0,
                 margin=2.0, epochs=16.0, lr=1e-2, per_step=2, batch_tokens=256, threads=1, seed=0,
                 background=None, background_per_record=2, background_weight=1.0)
     info = json.loads((out / "adapter_config.json").read_text())["matched_rank_probe"]
@@ -474,7 +489,7 @@ def test_matched_rank_probe_trains_the_gold_pair_above_its_documents_background(
 
     def trained_gap(weight, name):
         out = tmp_path / name
-        probe.train(output=out, records=[records], nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=0.0,
+        probe.train(output=out, records_dir=tmp_path, pattern="records.jsonl", nli_dir=nli_dir, replay_rows=9, adapter=adapter, base=base, weight=0.0,
                     margin=2.0, epochs=8.0, lr=1e-2, per_step=1, batch_tokens=256, threads=1, seed=0,
                     background=mined, background_per_record=2, background_weight=weight)
         info = json.loads((out / "adapter_config.json").read_text())["matched_rank_probe"]

@@ -49,6 +49,14 @@ matched_rank_loss = lm.matched_rank_loss
 background_pairs = lm.background_pairs
 
 
+def record_files(folder: Path, pattern: str) -> List[Path]:
+    """The files any of the comma-separated globs matches in FOLDER, sorted (as read_behaviour_suite reads)."""
+    paths = sorted({path for glob in pattern.split(",") if glob.strip() for path in folder.glob(glob.strip())})
+    if not paths:
+        raise typer.BadParameter(f"no file in {folder} matches {pattern!r}")
+    return paths
+
+
 def read_records(paths: List[Path]) -> List[dict]:
     return [r for p in paths for r in lm._rows(p)]
 
@@ -56,8 +64,9 @@ def read_records(paths: List[Path]) -> List[dict]:
 @app.command()
 def train(
     output: Path = typer.Option(...),
-    records: List[Path] = typer.Option(sorted((ROOT / "data" / "near_miss").glob("train_part*.jsonl")), "--records",
-                                       help="Written near-miss records (the suite's format)."),
+    records_dir: Path = typer.Option(ROOT / "data" / "near_miss", help="Folder of the written near-miss records."),
+    pattern: str = typer.Option("train_part*.jsonl", help="Their files: globs in RECORDS_DIR, comma-separated "
+                                                          "(pin them to reproduce a run: later parts match too)."),
     nli_dir: Path = typer.Option(ROOT / "assets" / "nli", help="The mix's files (REPLAY) for the replay sample."),
     replay_rows: int = typer.Option(4000),
     adapter: Path = typer.Option(ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora"),
@@ -86,6 +95,7 @@ def train(
     rng = np.random.default_rng(seed)
     info = json.loads((adapter / "adapter_config.json").read_text())
     rank, alpha = int(info["rank"]), float(info["alpha"])
+    records = record_files(records_dir, pattern)
     recs = read_records(records)
     quads = record_quads(recs)
     bg_pairs, bg_owner = background_pairs(recs, background, background_per_record) if background else ([], [])
@@ -166,11 +176,13 @@ def train(
 @app.command("records-auc")
 def records_auc(
     model: str = typer.Option(..., help="A merged model folder, or 'mpnet-lora' (the shipped one)."),
-    records: List[Path] = typer.Option(sorted((ROOT / "data" / "near_miss").glob("train_part*.jsonl")), "--records"),
+    records_dir: Path = typer.Option(ROOT / "data" / "near_miss"),
+    pattern: str = typer.Option("train_part*.jsonl", help="Globs in RECORDS_DIR, comma-separated."),
 ) -> None:
     """Matched AUC of MODEL on the training records (P(contradiction) of both orders averaged)."""
     from probe_stacking import matched_auc, nli_probs
 
+    records = record_files(records_dir, pattern)
     recs = read_records(records)
     pairs = [p for q in record_quads(recs) for p in q]
     p = nli_probs(model, pairs)[:, 2].reshape(-1, 2, 2).mean(2)
