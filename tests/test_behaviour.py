@@ -3,7 +3,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from spacy_inconsistency.corpora.behaviour import gold_spans, read_behaviour_suite
+from spacy_inconsistency.corpora.behaviour import gold_spans, read_behaviour_suite, suite_files
 from spacy_inconsistency.metrics.behaviour import DocOutcome, MatchedOutcome, behaviour_metrics, is_pair_hit, matched_auc
 
 SUITE = ROOT / "tests" / "behaviour"
@@ -139,6 +139,18 @@ def test_the_written_training_records_are_complete_and_disjoint_from_the_suite()
     shared = [s for r in records for side in ("contradiction", "control") for s in r[side]["pair"]
               if _normal(s) in suite_text]
     assert not shared
+
+
+def test_suite_files_pin_a_set_that_later_parts_do_not_join(tmp_path):
+    # finetune-mpnet-docrank and pack-mpnet-rank pin parts 01-32 this way (probe_matched_rank.py --pattern).
+    for name in ("train_part01.jsonl", "train_part19.jsonl", "train_part32.jsonl", "train_part33.jsonl", "notes.txt"):
+        (tmp_path / name).write_text("")
+    pinned = suite_files(tmp_path, "train_part0?.jsonl,train_part[12]?.jsonl,train_part3[0-2].jsonl")
+    assert [p.name for p in pinned] == ["train_part01.jsonl", "train_part19.jsonl", "train_part32.jsonl"]
+    assert [p.name for p in suite_files(tmp_path, "train_part3*.jsonl, train_part33.jsonl")] == [
+        "train_part32.jsonl", "train_part33.jsonl"]  # a file two globs match comes once
+    with pytest.raises(ValueError, match="E189"):
+        suite_files(tmp_path, "train_part9?.jsonl")
 
 
 def test_several_globs_read_the_files_any_of_them_matches():

@@ -40,7 +40,6 @@ cores with AMX: a few thousand rows train within minutes, the whole mix does not
 """
 from __future__ import annotations
 
-import glob
 import json
 import math
 import sys
@@ -126,14 +125,18 @@ def extra_rows(rows: List[dict], repeat: int) -> List[dict]:
 
 
 def expand_paths(paths: List[Path]) -> List[Path]:
-    """Files, with glob patterns expanded (sorted): `spacy project run` passes a pattern unexpanded."""
+    """Files, with glob patterns expanded (sorted): `spacy project run` passes a pattern unexpanded. A
+    pattern's file name may hold several globs separated by commas, as `read_behaviour_suite` reads them
+    ("data/near_miss/train_part0?.jsonl,train_part1[0-6].jsonl")."""
+    from spacy_inconsistency.corpora.behaviour import suite_files
+
     out = []
     for path in paths:
         if any(c in str(path) for c in "*?["):
-            found = sorted(Path(p) for p in glob.glob(str(path)))
-            if not found:
-                raise typer.BadParameter(f"no file matches {path}")
-            out += found
+            try:
+                out += suite_files(Path(path).parent, Path(path).name)
+            except ValueError as err:
+                raise typer.BadParameter(f"no file matches {path}") from err
         else:
             out.append(path)
     return out

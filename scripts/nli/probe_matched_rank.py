@@ -38,6 +38,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import lora_mpnet as lm  # noqa: E402
 
+from spacy_inconsistency.corpora.behaviour import suite_files  # noqa: E402
+
 REPLAY = ["train", "edit_train", "cad_train", "curriculum_train", "docpairs_train", "unrelated_train",
           "antonym_train", "containment_train", "hard_negatives_train"]
 app = typer.Typer(add_completion=False, no_args_is_help=True)
@@ -47,14 +49,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True)
 record_quads = lm.record_quads
 matched_rank_loss = lm.matched_rank_loss
 background_pairs = lm.background_pairs
-
-
-def record_files(folder: Path, pattern: str) -> List[Path]:
-    """The files any of the comma-separated globs matches in FOLDER, sorted (as read_behaviour_suite reads)."""
-    paths = sorted({path for glob in pattern.split(",") if glob.strip() for path in folder.glob(glob.strip())})
-    if not paths:
-        raise typer.BadParameter(f"no file in {folder} matches {pattern!r}")
-    return paths
 
 
 def read_records(paths: List[Path]) -> List[dict]:
@@ -95,7 +89,7 @@ def train(
     rng = np.random.default_rng(seed)
     info = json.loads((adapter / "adapter_config.json").read_text())
     rank, alpha = int(info["rank"]), float(info["alpha"])
-    records = record_files(records_dir, pattern)
+    records = suite_files(records_dir, pattern)
     recs = read_records(records)
     quads = record_quads(recs)
     bg_pairs, bg_owner = background_pairs(recs, background, background_per_record) if background else ([], [])
@@ -182,7 +176,7 @@ def records_auc(
     """Matched AUC of MODEL on the training records (P(contradiction) of both orders averaged)."""
     from probe_stacking import matched_auc, nli_probs
 
-    records = record_files(records_dir, pattern)
+    records = suite_files(records_dir, pattern)
     recs = read_records(records)
     pairs = [p for q in record_quads(recs) for p in q]
     p = nli_probs(model, pairs)[:, 2].reshape(-1, 2, 2).mean(2)

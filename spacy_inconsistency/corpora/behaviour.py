@@ -43,6 +43,21 @@ def gold_spans(text: str, pair: List[str]) -> Tuple[CharSpan, CharSpan]:
     return a, b
 
 
+def suite_files(folder: Union[str, Path], pattern: str) -> List[Path]:
+    """The files of FOLDER that any of the comma-separated globs of PATTERN matches, in name order,
+    each once ("train_part0?.jsonl,train_part1[0-6].jsonl" pins a set that later files do not join).
+
+    folder (Union[str, Path]): The folder of the suite files.
+    pattern (str): One glob, or several separated by commas.
+    RETURNS (List[Path]): The files; a ValueError (E189) when none matches.
+    """
+    folder = Path(folder)
+    paths = sorted({path for glob in pattern.split(",") if glob.strip() for path in folder.glob(glob.strip())})
+    if not paths:
+        raise ValueError(Errors.E189.format(pattern=pattern, folder=folder))
+    return paths
+
+
 def read_behaviour_suite(folder: Union[str, Path], pattern: str = "test_*.jsonl") -> List[Dict[str, Any]]:
     """Read and check the records of a behavioural suite.
 
@@ -53,13 +68,9 @@ def read_behaviour_suite(folder: Union[str, Path], pattern: str = "test_*.jsonl"
     RETURNS (List[Dict[str, Any]]): The records, each with `gold` and
         `control_gold` (character spans of the pairs) added; files in name order.
     """
-    folder = Path(folder)
-    paths = sorted({path for glob in pattern.split(",") if glob.strip() for path in folder.glob(glob.strip())})
-    if not paths:
-        raise ValueError(Errors.E189.format(pattern=pattern, folder=folder))
     records = []
     seen = set()
-    for path in paths:
+    for path in suite_files(folder, pattern):
         with path.open(encoding="utf8") as f:
             for line_no, line in enumerate(f, 1):
                 if not line.strip():
