@@ -173,9 +173,11 @@ def main(
                            **{k: v for k, v in detector.cfg.items()}}
     typer.echo(markdown_table(metrics))
     a = metrics["all"]
+    low, high = a["matched_auc_interval"]
     typer.echo(
         f"\n{len(records)} records: recall {a['recall']:.2f}, pair hits {a['pair_hits']:.2f}, "
-        f"false alarms {a['false_alarms']:.2f}, matched AUC {a['matched_auc']:.3f}, pair AUC {a['pair_auc']:.3f}"
+        f"false alarms {a['false_alarms']:.2f}, matched AUC {a['matched_auc']:.3f} "
+        f"(95% bootstrap interval {low:.3f}-{high:.3f}), pair AUC {a['pair_auc']:.3f}"
     )
     lost = a["matched_losses"]
     typer.echo(

@@ -26,6 +26,13 @@ def read_json(path: Path) -> Optional[Dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+def _with_interval(entry: Dict[str, Any], key: str, row: Dict[str, Any]) -> Dict[str, Any]:
+    """The row, with the matched AUC's bootstrap interval when the metrics file has one."""
+    if key == "matched_auc" and entry.get("matched_auc_interval"):
+        row["interval"] = list(entry["matched_auc_interval"])
+    return row
+
+
 def summarize(metrics: Path) -> Dict[str, Any]:
     """The headline figures from the files under `metrics`; a missing file leaves its rows out."""
     summary: Dict[str, Any] = {"rows": [], "by_capability": {}, "missing": []}
@@ -39,8 +46,8 @@ def summarize(metrics: Path) -> Dict[str, Any]:
         for key, label in [("recall", "recall (documents flagged)"), ("pair_hits", "pair hits (the right pair flagged)"),
                            ("false_alarms", "false alarms on near-miss controls"),
                            ("matched_auc", "matched-pair AUC (contradiction vs its control)")]:
-            rows.append({"set": f"behaviour suite, {split} ({n} pairs)", "figure": label, "key": key,
-                         "value": behaviour["all"][key], "target": TARGETS[key]})
+            rows.append(_with_interval(behaviour["all"], key, {"set": f"behaviour suite, {split} ({n} pairs)", "figure": label,
+                                                               "key": key, "value": behaviour["all"][key], "target": TARGETS[key]}))
         summary["by_capability"] = {
             name: {k: entry[k] for k in ("n", "recall", "false_alarms", "matched_auc")}
             for name, entry in behaviour["by_capability"].items()
@@ -53,8 +60,9 @@ def summarize(metrics: Path) -> Dict[str, Any]:
         n = other["all"]["n"]
         for key, label in [("recall", "recall (documents flagged)"), ("false_alarms", "false alarms on near-miss controls"),
                            ("matched_auc", "matched-pair AUC (contradiction vs its control)")]:
-            rows.append({"set": f"behaviour suite, {other['settings']['split']} ({n} pairs)", "figure": label,
-                         "key": f"{name}_{key}", "value": other["all"][key], "target": TARGETS[key]})
+            rows.append(_with_interval(other["all"], key, {"set": f"behaviour suite, {other['settings']['split']} ({n} pairs)",
+                                                           "figure": label, "key": f"{name}_{key}",
+                                                           "value": other["all"][key], "target": TARGETS[key]}))
     documents = read_json(metrics / "documents.json")
     if documents is None:
         summary["missing"].append(str(metrics / "documents.json"))
@@ -84,6 +92,8 @@ def to_markdown(summary: Dict[str, Any]) -> str:
     for row in summary["rows"]:
         value = row["value"]
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+        if row.get("interval"):
+            shown += " (95% interval {:.3f}-{:.3f})".format(*row["interval"])
         lines.append(f"| {row['set']} | {row['figure']} | {shown} | {row['target']} |")
     if summary["by_capability"]:
         lines += ["", "| capability | n | recall | false alarms | matched AUC |", "|---|---|---|---|---|"]

@@ -4,7 +4,9 @@ import pytest
 
 from conftest import ROOT
 from spacy_inconsistency.corpora.behaviour import gold_spans, read_behaviour_suite, suite_files
-from spacy_inconsistency.metrics.behaviour import DocOutcome, MatchedOutcome, behaviour_metrics, is_pair_hit, matched_auc
+from spacy_inconsistency.metrics.behaviour import (
+    DocOutcome, MatchedOutcome, behaviour_metrics, is_pair_hit, matched_auc, matched_auc_interval, paired_auc_difference,
+)
 
 SUITE = ROOT / "tests" / "behaviour"
 CAPABILITIES = {
@@ -56,6 +58,8 @@ def test_behaviour_metrics_per_capability():
     assert neg["gold_pairs_compared"] == pytest.approx(2 / 3)
     assert m["by_capability"]["numbers"]["matched_auc"] == 0.5
     assert m["all"]["n"] == 4 and m["all"]["recall"] == 0.75
+    low, high = m["all"]["matched_auc_interval"]  # wins 1, 0, 1 and a tie over 4 records
+    assert 0.0 <= low < m["all"]["matched_auc"] == 0.625 < high <= 1.0
     para, other = m["by_control_kind"]["paraphrase"], m["by_control_kind"]["different entity"]
     assert para["n"] == 3 and para["false_alarms"] == pytest.approx(1 / 3)
     assert para["matched_auc"] == pytest.approx(2.5 / 3)  # the numbers record ties at 0.6
@@ -63,6 +67,38 @@ def test_behaviour_metrics_per_capability():
     assert para["matched_losses"] == {"pair": 0.0, "other_pairs": pytest.approx(0.5 / 3), "not_compared": 0.0}
     assert other == {"n": 1, "false_alarms": 1.0, "matched_auc": 0.0,
                      "matched_losses": {"pair": 0.0, "other_pairs": 1.0, "not_compared": 0.0}}
+
+
+def test_matched_auc_interval_resamples_records():
+    assert matched_auc_interval([0.9, 0.8, 0.7], [0.1, 0.2, 0.3]) == (1.0, 1.0)  # every resample wins
+    assert matched_auc_interval([], []) is None
+    # 400 records, half won: the interval is about the normal one, 0.5 +- 1.96 * sqrt(0.25 / 400)
+    positive, negative = [1.0, 0.0] * 200, [0.5] * 400
+    low, high = matched_auc_interval(positive, negative)
+    assert low == pytest.approx(0.5 - 0.049, abs=0.01) and high == pytest.approx(0.5 + 0.049, abs=0.01)
+    assert matched_auc_interval(positive, negative) == (low, high)  # seeded
+    assert matched_auc_interval(positive, negative, level=0.5)[1] - matched_auc_interval(positive, negative, level=0.5)[0] < high - low
+    with pytest.raises(ValueError):
+        matched_auc_interval([0.9, 0.8], [0.1])
+
+
+def test_paired_auc_difference_judges_the_records_that_changed():
+    pos, neg = [0.9] * 70 + [0.2] * 30, [0.5] * 100  # A wins 70 of 100
+    same = paired_auc_difference(pos, neg, pos, neg)
+    assert same["difference"] == 0.0 and (same["low"], same["high"]) == (0.0, 0.0)
+    assert same["changed"] == 0.0 and same["no_gain"] == 1.0
+    better = [0.9] * 100  # B wins the 30 that A lost
+    d = paired_auc_difference(pos, neg, better, neg)
+    assert (d["a"], d["b"], d["difference"], d["changed"]) == (0.7, 1.0, pytest.approx(0.3), pytest.approx(0.3))
+    assert 0.2 < d["low"] < 0.3 < d["high"] < 0.4 and d["no_gain"] == 0.0
+    # B wins one record A lost and loses one A won, and ties a third: no change in sum, two records changed
+    mixed = [0.2] + [0.9] * 69 + [0.9] + [0.2] * 28 + [0.5]
+    m = paired_auc_difference(pos, neg, mixed, neg)
+    assert m["difference"] == pytest.approx(0.5 / 100) and m["changed"] == pytest.approx(0.03)
+    assert m["low"] < 0 < m["high"] and 0.2 < m["no_gain"] < 0.9
+    assert paired_auc_difference([], [], [], []) is None
+    with pytest.raises(ValueError):
+        paired_auc_difference(pos, neg, pos[:-1], neg[:-1])
 
 
 def test_matched_losses_say_where_records_are_lost():

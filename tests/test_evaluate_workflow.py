@@ -103,3 +103,11 @@ def test_summary_adds_the_second_test_split_where_it_ran(tmp_path):
     rows = {row["key"]: row for row in module.summarize(tmp_path)["rows"]}
     assert rows["test3_matched_auc"]["value"] == 0.8 and rows["test2_matched_auc"]["value"] == 0.7
     assert "test3_*.jsonl (200 pairs)" in rows["test3_recall"]["set"]
+    # A metrics file with the matched AUC's interval (evaluate_behaviour.py since 2026-11-30) shows it; older ones do not.
+    (tmp_path / "behaviour_test3.json").write_text(json.dumps({"all": dict(third, matched_auc_interval=[0.74, 0.86]),
+                                                               "settings": {"split": "test3_*.jsonl"}}))
+    summary = module.summarize(tmp_path)
+    rows = {row["key"]: row for row in summary["rows"]}
+    assert rows["test3_matched_auc"]["interval"] == [0.74, 0.86] and "interval" not in rows["test2_matched_auc"]
+    text = module.to_markdown(summary)
+    assert "| 0.800 (95% interval 0.740-0.860) | >= 0.90 |" in text and "| 0.700 | >= 0.90 |" in text

@@ -19,10 +19,17 @@ contradict itself. Per capability (negation, numbers, ...) the figures are
   the control's near-miss pair (the pair judgement itself), `other_pairs` when
   the gold pair scores higher but another pair of one of the documents decides,
   `not_compared` when the gold pair was never scored. They sum to 1 - matched AUC.
+
+How sure a matched AUC is: it is the mean of one win (1, a tie 0.5, a loss 0) per
+record, so `matched_auc_interval` resamples records (percentile bootstrap), and
+`paired_auc_difference` resamples the records two detectors share, so that a change
+is judged against the records it changed, not against two independent intervals.
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy
 
 CharSpan = Tuple[int, int]
 
@@ -82,6 +89,76 @@ def matched_auc(positive: Sequence[float], negative: Sequence[float]) -> Optiona
     return wins / len(positive)
 
 
+def matched_wins(positive: Sequence[float], negative: Sequence[float]) -> numpy.ndarray:
+    """Per matched pair: 1.0 when the positive scores higher, 0.5 on a tie, else 0.0."""
+    pos = numpy.asarray(positive, dtype=numpy.float64)
+    neg = numpy.asarray(negative, dtype=numpy.float64)
+    if pos.shape != neg.shape:
+        raise ValueError(f"{len(pos)} positive scores against {len(neg)} negative ones: they must be matched")
+    return numpy.where(pos > neg, 1.0, numpy.where(pos == neg, 0.5, 0.0))
+
+
+def _bootstrap_means(values: numpy.ndarray, n_resamples: int, seed: int) -> numpy.ndarray:
+    rng = numpy.random.default_rng(seed)
+    return values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
+
+
+def matched_auc_interval(
+    positive: Sequence[float], negative: Sequence[float], *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> Optional[Tuple[float, float]]:
+    """Percentile bootstrap interval of `matched_auc`, resampling records.
+
+    positive (Sequence[float]): Each record's contradiction score.
+    negative (Sequence[float]): Its control's score, in the same order.
+    level (float): Coverage, e.g. 0.95.
+    n_resamples (int): Bootstrap resamples.
+    seed (int): Seed of the resampling (the same seed gives the same interval).
+    RETURNS (Optional[Tuple[float, float]]): (low, high); None without records.
+    """
+    if not len(positive):
+        return None
+    means = _bootstrap_means(matched_wins(positive, negative), n_resamples, seed)
+    tail = (1.0 - level) / 2
+    low, high = numpy.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def paired_auc_difference(
+    positive_a: Sequence[float], negative_a: Sequence[float], positive_b: Sequence[float], negative_b: Sequence[float],
+    *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+) -> Optional[Dict[str, float]]:
+    """How much detector B's matched AUC differs from A's on the same records.
+
+    Records are resampled together, so the interval reflects the records where
+    the two detectors differ.
+
+    positive_a (Sequence[float]): A's score of each record's contradiction document.
+    negative_a (Sequence[float]): A's score of its control, in the same order.
+    positive_b (Sequence[float]): B's, for the same records in the same order.
+    negative_b (Sequence[float]): B's control scores.
+    level (float): Coverage of the interval.
+    n_resamples (int): Bootstrap resamples.
+    seed (int): Seed of the resampling.
+    RETURNS (Optional[Dict[str, float]]): `a`, `b` (the two matched AUCs),
+        `difference` (b - a), `low`, `high` (its percentile bootstrap interval),
+        `changed` (share of records whose win differs) and `no_gain` (share of
+        resamples where B is not above A); None without records.
+    """
+    wins_a, wins_b = matched_wins(positive_a, negative_a), matched_wins(positive_b, negative_b)
+    if wins_a.shape != wins_b.shape:
+        raise ValueError(f"{len(wins_a)} records of A against {len(wins_b)} of B: compare the same records")
+    if not len(wins_a):
+        return None
+    diffs = _bootstrap_means(wins_b - wins_a, n_resamples, seed)
+    tail = (1.0 - level) / 2
+    low, high = numpy.quantile(diffs, [tail, 1.0 - tail])
+    return {
+        "a": float(wins_a.mean()), "b": float(wins_b.mean()), "difference": float((wins_b - wins_a).mean()),
+        "low": float(low), "high": float(high), "changed": float((wins_a != wins_b).mean()),
+        "no_gain": float((diffs <= 0).mean()),
+    }
+
+
 def pooled_auc(positive: Sequence[float], negative: Sequence[float]) -> Optional[float]:
     """ROC-AUC of every positive score against every negative one (None when a side is empty)."""
     from sklearn.metrics import roc_auc_score
@@ -128,6 +205,7 @@ def _summary(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
         "pair_hits": sum(o.contradiction.flagged and is_pair_hit(o.contradiction.top_pair, o.gold) for o in outcomes) / n,
         "false_alarms": sum(o.control.flagged for o in outcomes) / n,
         "matched_auc": matched_auc(pos, neg),
+        "matched_auc_interval": matched_auc_interval(pos, neg),
         "pooled_auc": pooled_auc(pos, neg),
         "pair_auc": matched_auc([p for p, _ in scored], [q for _, q in scored]),
         "gold_pairs_compared": sum(p is not None for p in pair_pos) / n,
@@ -140,7 +218,8 @@ def behaviour_metrics(outcomes: Sequence[MatchedOutcome]) -> Dict[str, Any]:
 
     outcomes (Sequence[MatchedOutcome]): One per record.
     RETURNS (Dict[str, Any]): `all` and `by_capability` (each: `n`, `recall`,
-        `pair_hits`, `false_alarms`, `matched_auc`, `pooled_auc`, `pair_auc`,
+        `pair_hits`, `false_alarms`, `matched_auc` with its 95% `matched_auc_interval`,
+        `pooled_auc`, `pair_auc`,
         `gold_pairs_compared`, `matched_losses`), and `by_control_kind` (each: `n`,
         `false_alarms`, `matched_auc`, `matched_losses`: which kinds of near miss the
         contradictions lose to).
