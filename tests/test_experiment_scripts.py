@@ -759,3 +759,45 @@ def test_control_kind_table_says_which_near_misses_the_contradictions_lose_to():
     lines = evaluate.control_kind_table(metrics).splitlines()
     assert lines[2:] == ["| (none) | 1 | 0.00 | 0.000 | 0.000 | 1.000 |",
                          "| compatible | 2 | 0.50 | 0.500 | 0.500 | 0.000 |"]
+
+
+def test_compare_behaviour_pairs_two_runs_on_the_same_records(tmp_path):
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    compare = _load("compare_behaviour", ROOT / "scripts" / "compare_behaviour.py")
+    from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+
+    records = read_behaviour_suite(ROOT / "tests" / "behaviour", "dev_*.jsonl")
+
+    def write(path, won):
+        with path.open("w", encoding="utf8") as f:
+            for n, r in enumerate(records):
+                c, k = (0.9, 0.1) if won(n, r) else (0.1, 0.9)
+                f.write(json.dumps({"id": r["id"], "side": "contradiction", "score": c}) + "\n")
+                f.write(json.dumps({"id": r["id"], "side": "control", "score": k}) + "\n")
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(a, lambda n, r: r["capability"] != "negation")  # A loses every negation record
+    write(b, lambda n, r: True)
+    out = tmp_path / "rows.json"
+    result = CliRunner().invoke(_typer_app(compare.main), [str(a), str(b), "--split", "dev", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    n_neg = sum(r["capability"] == "negation" for r in records)
+    assert rows["all"]["n"] == len(records) and rows["all"]["b"] == 1.0
+    assert rows["all"]["difference"] == pytest.approx(n_neg / len(records))
+    assert rows["capability: negation"]["difference"] == 1.0 and rows["capability: numbers"]["difference"] == 0.0
+    assert rows["all"]["low"] > 0 and rows["all"]["no_gain"] == 0.0
+    assert "| capability: negation | 20 | 0.000 | 1.000 | +1.000 |" in result.output
+
+    # records missing from a run, or a run of another split, are refused
+    lines = a.read_text().splitlines()
+    a.write_text("\n".join(lines[:-2]) + "\n")
+    result = CliRunner().invoke(_typer_app(compare.main), [str(a), str(b), "--split", "dev"], env={"COLUMNS": "400"})
+    assert result.exit_code != 0 and "does not hold the records of dev: 1 missing" in result.output
+    a.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(typer.BadParameter, match="without both documents"):
+        compare.read_details(a)
