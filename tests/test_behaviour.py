@@ -91,7 +91,7 @@ def test_paired_auc_difference_judges_the_records_that_changed():
     d = paired_auc_difference(pos, neg, better, neg)
     assert (d["a"], d["b"], d["difference"], d["changed"]) == (0.7, 1.0, pytest.approx(0.3), pytest.approx(0.3))
     assert 0.2 < d["low"] < 0.3 < d["high"] < 0.4 and d["no_gain"] == 0.0
-    # B wins one record A lost and loses one A won, and ties a third: no change in sum, two records changed
+    # B loses one record A won, wins one A lost and ties a third A lost: half a record up, three records changed
     mixed = [0.2] + [0.9] * 69 + [0.9] + [0.2] * 28 + [0.5]
     m = paired_auc_difference(pos, neg, mixed, neg)
     assert m["difference"] == pytest.approx(0.5 / 100) and m["changed"] == pytest.approx(0.03)
