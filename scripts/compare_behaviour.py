@@ -17,12 +17,10 @@ from typing import Dict, List, Optional, Tuple
 
 import typer
 
-from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+from spacy_inconsistency.corpora.behaviour import read_behaviour_suite, split_pattern
 from spacy_inconsistency.metrics.behaviour import paired_auc_difference
 
 ROOT = Path(__file__).resolve().parent.parent
-SPLITS = {"test": "test_*.jsonl", "dev": "dev_*.jsonl", "test2": "test2_*.jsonl",
-          "dev2": "dev2_*.jsonl", "test3": "test3_*.jsonl"}
 
 
 def read_details(path: Path) -> Dict[str, Tuple[float, float]]:
@@ -71,7 +69,7 @@ def main(
     seed: int = typer.Option(0, help="Seed of the resampling."),
     output: Optional[Path] = typer.Option(None, help="Write the rows as JSON here."),
 ) -> None:
-    records = read_behaviour_suite(suite, SPLITS.get(split, split))
+    records = read_behaviour_suite(suite, split_pattern(split))
     a, b = read_details(details_a), read_details(details_b)
     ids = [r["id"] for r in records]
     for path, scores in ((details_a, a), (details_b, b)):

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy
 import typer
 
-from spacy_inconsistency.corpora.behaviour import read_behaviour_suite
+from spacy_inconsistency.corpora.behaviour import read_behaviour_suite, split_pattern
 from spacy_inconsistency.metrics.behaviour import DocOutcome, MatchedOutcome, behaviour_metrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,8 +161,7 @@ def main(
     details: Optional[Path] = typer.Option(None, help="Write one JSON line per document here."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
-    pattern = {"test": "test_*.jsonl", "dev": "dev_*.jsonl", "test2": "test2_*.jsonl",
-               "dev2": "dev2_*.jsonl", "test3": "test3_*.jsonl"}.get(split, split)
+    pattern = split_pattern(split)
     records = read_behaviour_suite(suite, pattern)
     settings = parse_settings(set_)
     nlp = build_pipeline(model, settings)

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from spacy_inconsistency.corpora.behaviour import gold_spans, read_behaviour_suite, suite_files
+from spacy_inconsistency.corpora.behaviour import SPLIT_PATTERNS, gold_spans, read_behaviour_suite, split_pattern, suite_files
 from spacy_inconsistency.metrics.behaviour import (
     DocOutcome, MatchedOutcome, behaviour_metrics, is_pair_hit, matched_auc, matched_auc_interval, paired_auc_difference,
 )
@@ -27,6 +27,16 @@ def test_pair_hit_needs_both_sentences_in_different_units():
 def test_matched_auc_counts_wins_and_half_ties():
     assert matched_auc([0.9, 0.5, 0.2], [0.1, 0.5, 0.3]) == pytest.approx((1 + 0.5 + 0) / 3)
     assert matched_auc([], []) is None
+    with pytest.raises(ValueError):  # unmatched lists are an error, not a silently shorter comparison
+        matched_auc([0.9, 0.5, 0.2], [0.1, 0.5])
+
+
+def test_named_splits_are_the_suite_files():
+    assert split_pattern("dev2") == "dev2_*.jsonl" and split_pattern("test") == "test_*.jsonl"
+    assert split_pattern("train_part3?.jsonl,x.jsonl") == "train_part3?.jsonl,x.jsonl"  # a pattern stays one
+    for split, pattern in SPLIT_PATTERNS.items():
+        names = {p.name for p in suite_files(SUITE, pattern)}
+        assert names and all(n.startswith(split + "_") for n in names), split  # "test" does not read test2_*
 
 
 def outcome(capability, c_score, c_flag, c_top, k_score, k_flag, kind="paraphrase", gold_pair=(0.8, 0.3)):

@@ -43,6 +43,16 @@ def gold_spans(text: str, pair: List[str]) -> Tuple[CharSpan, CharSpan]:
     return a, b
 
 
+SPLIT_PATTERNS = {"test": "test_*.jsonl", "test2": "test2_*.jsonl", "test3": "test3_*.jsonl",
+                  "dev": "dev_*.jsonl", "dev2": "dev2_*.jsonl"}
+
+
+def split_pattern(split: str) -> str:
+    """The file pattern of a named split of tests/behaviour ('test', 'dev2', ...); any other
+    value is taken as a pattern (comma-separated globs)."""
+    return SPLIT_PATTERNS.get(split, split)
+
+
 def suite_files(folder: Union[str, Path], pattern: str) -> List[Path]:
     """The files of FOLDER that any of the comma-separated globs of PATTERN matches, in name order,
     each once ("train_part0?.jsonl,train_part1[0-6].jsonl" pins a set that later files do not join).

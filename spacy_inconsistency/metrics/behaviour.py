@@ -82,11 +82,10 @@ def is_pair_hit(found: Optional[Tuple[CharSpan, CharSpan]], gold: Tuple[CharSpan
 
 
 def matched_auc(positive: Sequence[float], negative: Sequence[float]) -> Optional[float]:
-    """Share of matched pairs where the positive scores higher (ties count half)."""
-    if not positive:
+    """Share of matched pairs where the positive scores higher (ties count half); None without pairs."""
+    if not len(positive):
         return None
-    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in zip(positive, negative))
-    return wins / len(positive)
+    return float(matched_wins(positive, negative).mean())
 
 
 def matched_wins(positive: Sequence[float], negative: Sequence[float]) -> numpy.ndarray:
@@ -98,9 +97,13 @@ def matched_wins(positive: Sequence[float], negative: Sequence[float]) -> numpy.
     return numpy.where(pos > neg, 1.0, numpy.where(pos == neg, 0.5, 0.0))
 
 
-def _bootstrap_means(values: numpy.ndarray, n_resamples: int, seed: int) -> numpy.ndarray:
+def _bootstrap(values: numpy.ndarray, level: float, n_resamples: int, seed: int) -> Tuple[float, float, numpy.ndarray]:
+    """(low, high) percentile interval of the mean of VALUES, resampled; and the resampled means."""
     rng = numpy.random.default_rng(seed)
-    return values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
+    means = values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
+    tail = (1.0 - level) / 2
+    low, high = numpy.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high), means
 
 
 def matched_auc_interval(
@@ -117,10 +120,8 @@ def matched_auc_interval(
     """
     if not len(positive):
         return None
-    means = _bootstrap_means(matched_wins(positive, negative), n_resamples, seed)
-    tail = (1.0 - level) / 2
-    low, high = numpy.quantile(means, [tail, 1.0 - tail])
-    return float(low), float(high)
+    low, high, _ = _bootstrap(matched_wins(positive, negative), level, n_resamples, seed)
+    return low, high
 
 
 def paired_auc_difference(
@@ -149,12 +150,10 @@ def paired_auc_difference(
         raise ValueError(f"{len(wins_a)} records of A against {len(wins_b)} of B: compare the same records")
     if not len(wins_a):
         return None
-    diffs = _bootstrap_means(wins_b - wins_a, n_resamples, seed)
-    tail = (1.0 - level) / 2
-    low, high = numpy.quantile(diffs, [tail, 1.0 - tail])
+    low, high, diffs = _bootstrap(wins_b - wins_a, level, n_resamples, seed)
     return {
         "a": float(wins_a.mean()), "b": float(wins_b.mean()), "difference": float((wins_b - wins_a).mean()),
-        "low": float(low), "high": float(high), "changed": float((wins_a != wins_b).mean()),
+        "low": low, "high": high, "changed": float((wins_a != wins_b).mean()),
         "no_gain": float((diffs <= 0).mean()),
     }
 
