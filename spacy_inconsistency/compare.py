@@ -135,7 +135,7 @@ def find_contradictions(
     settings = pipe.pair_settings()
     docs = _prepare(nlp, docs, pipe)
     labels = _sources(docs, sources)
-    warn_other_language(settings.name, settings.model.name, (doc.lang_ for doc in docs))
+    warn_other_language(settings.name, settings.model.name, docs)
     units: List[Span] = []
     owner: List[int] = []
     for i, doc in enumerate(docs):

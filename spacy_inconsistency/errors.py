@@ -101,6 +101,14 @@ class Warnings(metaclass=ErrorsWithCodes):
         "contradictory in both directions (docs/corpora.md). Give the component "
         "a model for the language (`model`), or read its scores as noise."
     )
+    W144 = (
+        "'{name}' reads text that does not look like English with NLI models "
+        "trained on English ('{model}'): a Doc ({start!r}...) has "
+        "{share:.0%} English function words, English prose 36% or more. Scores of "
+        "other languages are unreliable (W143). If the texts are in another "
+        "language, give the component a model for it (`model`) and use a pipeline "
+        "of that language (`spacy.blank(LANG)`, `detect --lang LANG`)."
+    )
     # LLM faults (W200-W209)
     W200 = (
         "{n} of {total} Docs got no answer from the judge '{client}' in "

@@ -308,6 +308,50 @@ def test_the_english_models_warn_once_on_another_language(tiny_nli):
     assert _w143(caught) == []
 
 
+GERMAN_NEWS = ("Die Stadt baut eine neue Schule am Rande des Parks. Die Kosten trägt das Land, sagt der "
+               "Bürgermeister. Die Schule wird aber nicht gebaut, weil das Geld für den Bau noch fehlt.")
+
+
+def test_english_share_tells_english_prose_from_other_languages():
+    from spacy_inconsistency.backends.loading import MIN_ENGLISH_SHARE, english_share
+
+    nlp = spacy.blank("en")
+    english = ("The city is building a new school at the edge of the park. The state pays for it, "
+               "the mayor says. But the school will not be built, because the money is still missing.")
+    assert english_share(nlp(english)) > 0.3
+    assert english_share(nlp(GERMAN_NEWS)) < MIN_ENGLISH_SHARE
+    assert english_share(nlp("Музей открыт по воскресеньям. Музей закрыт по воскресеньям.")) == 0.0
+    assert english_share(nlp("博物馆周日开放。博物馆周日关闭。这是一个很长的中文句子用于测试。")) == 0.0
+    # Too few words to tell (a headline, a short German sentence): no verdict, so no warning.
+    assert english_share(nlp("Der Zug fährt um 9 Uhr ab. Der Zug fährt nie ab.")) is None
+    assert english_share(nlp("")) is None
+
+
+def _w144(caught):
+    return [str(w.message) for w in caught if "[W144]" in str(w.message)]
+
+
+def test_an_english_pipeline_warns_once_on_text_that_is_not_english():
+    english = spacy.blank("en")
+    english.add_pipe("inconsistency_detector", config={"rescorer": None})
+    texts = ["The school opened in May. The school never opened, officials said on Friday after a long meeting of the council.",
+             GERMAN_NEWS, GERMAN_NEWS]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = list(english.pipe(texts, batch_size=1))
+        english(GERMAN_NEWS)
+    (message,) = _w144(caught)  # once for the component, at the first Doc that is not English
+    assert "'inconsistency_detector.pairwise'" in message and "'default'" in message and "'Die Stadt" in message
+    assert _w143(caught) == []
+    assert all(doc._.inconsistency_score is not None for doc in docs)  # a warning, not a refusal
+    fresh = spacy.blank("en")
+    fresh.add_pipe("inconsistency_detector", config={"rescorer": None})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fresh(texts[0])
+    assert _w144(caught) == []
+
+
 def test_scale_scorer_warns_on_another_language_with_a_shipped_model():
     from spacy_inconsistency.components.scale import make_claims_doc
 

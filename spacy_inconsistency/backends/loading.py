@@ -20,20 +20,58 @@ MPNET_LORA_MODEL = "mpnet-lora"
 ENGLISH_ONLY_MODELS = (DEFAULT_MODEL, MPNET_LORA_MODEL)
 
 
-def warn_other_language(component: str, model_name: str, langs: Iterable[str]) -> bool:
-    """Warn (W143) when a shipped English-only model is about to read another language.
+# "Does this text look English?" (W144): the share of a Doc's words that are English stop words.
+# English prose is 0.36-0.6 (SummEval's articles, the behaviour suite's documents); German 0.03 (median
+# of Qual-O-Mat's party comments; 99% under 0.12). Headlines and lists of names also fall under
+# 0.12 (8% of ClaimDiff's headlines of 8+ words), hence the 20 words a Doc needs to be judged.
+MIN_ENGLISH_SHARE = 0.12
+MIN_WORDS = 20
+MAX_CHARS = 10000  # the start of a long Doc decides
+
+
+def english_share(doc: Any) -> Optional[float]:
+    """How English a Doc's text looks: 0.0 where most of its first 10,000 characters' letters
+    are of a script other than Latin, else the share of its words (alphabetic tokens) that are
+    English stop words; None for a Doc with too few letters or words to tell.
+
+    doc (Doc): A tokenized Doc.
+    RETURNS (Optional[float]): The share, or None.
+    """
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    letters = [char for char in doc.text[:MAX_CHARS].lower() if char.isalpha()]
+    if len(letters) >= 20 and sum("a" <= c <= "z" or "\u00e0" <= c <= "\u024f" for c in letters) < len(letters) / 2:
+        return 0.0
+    end = doc.char_span(0, min(len(doc.text), MAX_CHARS), alignment_mode="contract")
+    words = [token.lower_ for token in (end if end is not None else doc) if token.is_alpha]
+    if len(words) < MIN_WORDS:
+        return None
+    return sum(word in STOP_WORDS for word in words) / len(words)
+
+
+def warn_other_language(component: str, model_name: str, docs: Iterable[Any]) -> bool:
+    """Warn when a shipped English-only model is about to read another language: W143 for a
+    pipeline of another language, W144 for an English pipeline's Doc whose text does not look
+    English (`english_share` under 0.12), so German text run with `--lang en` is not scored in silence.
 
     component (str): The component's name, for the message.
     model_name (str): The model setting ("default", "mpnet-lora", a path, a hub id).
-    langs (Iterable[str]): The language codes of the Docs (`doc.lang_`).
+    docs (Iterable[Doc]): The Docs about to be read.
     RETURNS (bool): Whether it warned.
     """
     if model_name not in ENGLISH_ONLY_MODELS:
         return False
-    other = sorted(set(langs) - {"en"})
+    docs = list(docs)
+    other = sorted({doc.lang_ for doc in docs} - {"en"})
     if other:
         warnings.warn(Warnings.W143.format(name=component, lang=", ".join(other), model=model_name))
-    return bool(other)
+        return True
+    for doc in docs:
+        share = english_share(doc)
+        if share is not None and share < MIN_ENGLISH_SHARE:
+            warnings.warn(Warnings.W144.format(name=component, model=model_name, share=share, start=doc.text[:40]))
+            return True
+    return False
 
 
 EMBEDDED_MODEL_DIR = "nli-minilm-l6"

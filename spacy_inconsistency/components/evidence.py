@@ -198,7 +198,7 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         self.name = name
         self.client = client
         self.scorer = scorer
-        self._language_warned = False  # W143 once per component
+        self._language_warned = False  # W143 / W144 once per component
         self.segmenter = Segmenter(units_key=units_key)
         self.cfg: Dict[str, Any] = {
             "strategy": strategy, "n_samples": n_samples, "temperature": temperature,
@@ -248,7 +248,7 @@ class EvidenceExtractor(CfgSerializable, Pipe):
         # The offline NLI judge runs a shipped English-only NLI model; an LLM client has no such model.
         judge_model = getattr(self.client, "model_name", None)
         if not self._language_warned and isinstance(judge_model, str):
-            self._language_warned = warn_other_language(self.name, judge_model, (d.lang_ for d in docs))
+            self._language_warned = warn_other_language(self.name, judge_model, docs)
         jobs = [(doc.text, self.units(doc)) for doc in docs]
         workers = max(1, int(getattr(self.client, "max_concurrency", 1)))
         if workers == 1 or len(jobs) == 1:

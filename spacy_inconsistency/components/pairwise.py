@@ -326,7 +326,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         self.rescorer = rescorer
         self.scorer = scorer
         self.candidates = candidates
-        self._language_warned = False  # W143 once per component, not once per Doc
+        self._language_warned = False  # W143 / W144 once per component, not once per Doc
         self.cfg: Dict[str, Any] = {
             "units_key": units_key,
             "window": window,
@@ -433,7 +433,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         # A first stage that only ranks for the rescorer reads each pair in text order first.
         directions = 2 if reverse_k is None else 1
         if not self._language_warned:
-            self._language_warned = warn_other_language(self.name, self.model.name, (d.lang_ for d in docs))
+            self._language_warned = warn_other_language(self.name, self.model.name, docs)
         for doc in docs:
             units = [u for u in doc_units(doc, self.cfg["units_key"], self.name) if has_content(u)]
             unit_texts = [u.text.strip() for u in units]

@@ -183,7 +183,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         # where the original path does not exist.
         self._calibration: Optional[ScoreCalibration] = None
         self._calibration_resolved = False
-        self._language_warned = False  # W143 once per component
+        self._language_warned = False  # W143 / W144 once per component
 
     @property
     def calibration(self) -> Optional[ScoreCalibration]:
@@ -274,7 +274,7 @@ class ScaleScorer(CfgSerializable, Pipe):
         """
         docs = list(docs)
         if not self._language_warned:
-            self._language_warned = warn_other_language(self.name, self.model.name, (d.lang_ for d in docs))
+            self._language_warned = warn_other_language(self.name, self.model.name, docs)
         works = [self._collect(doc) for doc in docs]
         backend = self.model
         lengths: List[int] = []
