@@ -64,7 +64,7 @@ def main(
     details_a: Path = typer.Argument(..., help="Details of detector A (evaluate_behaviour.py --details)."),
     details_b: Path = typer.Argument(..., help="Details of detector B, over the same records."),
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the suite files (capabilities, control kinds)."),
-    split: str = typer.Option(..., help="The split both ran on: 'dev', 'dev2', 'test', 'test2', 'test3' or globs."),
+    split: str = typer.Option(..., help="The split both ran on: 'dev', 'dev2', 'dev3', 'test', 'test2', 'test3' or globs."),
     n_resamples: int = typer.Option(2000, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of the resampling."),
     output: Optional[Path] = typer.Option(None, help="Write the rows as JSON here."),

@@ -154,7 +154,7 @@ def control_kind_table(metrics: Dict[str, Any]) -> str:
 def main(
     suite: Path = typer.Option(ROOT / "tests" / "behaviour", help="Folder of the suite files."),
     split: str = typer.Option("test", help="'test' (test_*.jsonl), 'test2' (test2_*.jsonl), 'test3' (test3_*.jsonl), "
-                                             "'dev' (dev_*.jsonl), 'dev2' (dev2_*.jsonl) or globs (comma-separated)."),
+                                             "'dev' (dev_*.jsonl), 'dev2', 'dev3' or globs (comma-separated)."),
     model: str = typer.Option("default", help="NLI model: 'default', a path or a hub id."),
     set_: List[str] = typer.Option([], "--set", help="Detector setting, e.g. --set aggregation=max or --set model.dtype=bfloat16 (JSON values)."),
     output: Optional[Path] = typer.Option(None, help="Write figures (and settings) as JSON here."),

@@ -143,7 +143,7 @@ def test_gold_spans_and_bad_records(tmp_path):
 
 
 @pytest.mark.parametrize("split,per_capability", [("test_*.jsonl", 25), ("dev_*.jsonl", 20), ("test2_*.jsonl", 50),
-                                                   ("dev2_*.jsonl", 20), ("test3_*.jsonl", 20)])
+                                                   ("dev2_*.jsonl", 20), ("test3_*.jsonl", 20), ("dev3_*.jsonl", 40)])
 def test_the_project_suites_are_complete_and_valid(split, per_capability):
     records = read_behaviour_suite(SUITE, split)
     counts = {}
@@ -152,12 +152,12 @@ def test_the_project_suites_are_complete_and_valid(split, per_capability):
     assert counts == {c: per_capability for c in CAPABILITIES}
     # Negation is tested in both orders: the negated sentence first in some records, second in others.
     assert all(r["gold"][0][1] <= r["gold"][1][0] for r in records)
-    # No record, domain or pair sentence is in two splits (dev2 and test3 were written by other
+    # No record, domain or pair sentence is in two splits (dev2, test3 and dev3 were written by other
     # writers in other domains; the earlier splits share some domains, not records).
-    splits = {name: read_behaviour_suite(SUITE, f"{name}_*.jsonl") for name in ("test", "dev", "test2", "dev2", "test3")}
+    splits = {name: read_behaviour_suite(SUITE, f"{name}_*.jsonl") for name in ("test", "dev", "test2", "dev2", "test3", "dev3")}
     ids = [r["id"] for rs in splits.values() for r in rs]
     assert len(set(ids)) == len(ids)
-    for new in ("dev2", "test3"):
+    for new in ("dev2", "test3", "dev3"):
         others = [r for name, rs in splits.items() if name != new for r in rs]
         assert not {r["domain"] for r in splits[new]} & {r["domain"] for r in others}
         text = "\n".join(_normal(r[side]["text"]) for r in others for side in ("contradiction", "control"))

@@ -44,7 +44,7 @@ def gold_spans(text: str, pair: List[str]) -> Tuple[CharSpan, CharSpan]:
 
 
 SPLIT_PATTERNS = {"test": "test_*.jsonl", "test2": "test2_*.jsonl", "test3": "test3_*.jsonl",
-                  "dev": "dev_*.jsonl", "dev2": "dev2_*.jsonl"}
+                  "dev": "dev_*.jsonl", "dev2": "dev2_*.jsonl", "dev3": "dev3_*.jsonl"}
 
 
 def split_pattern(split: str) -> str:
