@@ -26,6 +26,8 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     "default": {},
     # The default until 2026-11-27 (night): no similar pairs, the first model's 8 highest only.
     "no-similar": {"rescore_similar_k": 0},
+    # Opt-in: an eighth of a long document's pairs (up to 32) re-scored instead of its 8 highest.
+    "share-eighth": {"rescore_top_share": 0.125},
     # The default until 2026-11-25: the second stage in float32, the first model on both orders of every pair.
     "before": {"model": {"dtype": "bfloat16"}, "rescorer": SECOND_FP32, "reverse_top_k": None,
                "rescore_reverse_top_k": None},

@@ -53,6 +53,7 @@ def main(
     n_news: int = typer.Option(40, help="Number of news articles."),
     rescorer: str = typer.Option("auto", help="The larger NLI model re-scoring each document's top pairs (the cascade; the 'learned' row is then the cascade's): auto (mpnet-lora with the embedded first model), none, or a model with its pair_scorer.json."),
     rescore_top_k: int = typer.Option(defaults.RESCORE_TOP_K, help="Pairs per document the --rescorer sees."),
+    rescore_top_share: float = typer.Option(defaults.RESCORE_TOP_SHARE, help="In a long document the --rescorer can see more: this share of its compared pairs, at most 32 (0: always --rescore-top-k)."),
     rescore_similar_k: int = typer.Option(defaults.RESCORE_SIMILAR_K, help="Further pairs per document the --rescorer sees: the most alike of the others (the detector's `rescore_similar_k`)."),
     first_stage_directions: int = typer.Option(2, help="Directions the first model reads each pair in before the --rescorer (1 or 2)."),
     reverse_top_k: str = typer.Option("32", help="With two directions, the pairs per document whose reverse order the first model reads (those its text order ranks highest); 'all': every pair."),
@@ -85,8 +86,8 @@ def main(
     nlp = spacy.blank("en")
     nlp.add_pipe("inconsistency_segmenter")
     config = {"model": {"model": model, "dtype": dtype}, "rescorer": rescorer_config(rescorer),
-              "rescore_top_k": rescore_top_k, "rescore_similar_k": rescore_similar_k,
-              "first_stage_directions": first_stage_directions,
+              "rescore_top_k": rescore_top_k, "rescore_top_share": rescore_top_share,
+              "rescore_similar_k": rescore_similar_k, "first_stage_directions": first_stage_directions,
               "reverse_top_k": None if reverse_top_k == "all" else int(reverse_top_k),
               "rescore_reverse_top_k": None if rescore_reverse_top_k == "all" else int(rescore_reverse_top_k)}
     detector = nlp.add_pipe("contradiction_detector", config=apply_settings(config, settings))
@@ -100,6 +101,7 @@ def main(
     # `config` holds the --set overrides too (apply_settings writes into it).
     results = {"model": model, "dtype": dtype, "rescorer": rescorer,
                "rescore_top_k": config["rescore_top_k"] if rescorer else None,
+               "rescore_top_share": config["rescore_top_share"] if rescorer else None,
                "rescore_similar_k": config["rescore_similar_k"] if rescorer else None,
                "first_stage_directions": config["first_stage_directions"] if rescorer else 2,
                "reverse_top_k": config["reverse_top_k"] if rescorer and config["first_stage_directions"] == 2 else None,

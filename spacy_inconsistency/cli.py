@@ -34,6 +34,7 @@ def build_pipeline(
     rescore_top_k: int = defaults.RESCORE_TOP_K,
     rescore_similar_k: int = defaults.RESCORE_SIMILAR_K,
     cascade_threshold: bool = defaults.CASCADE_THRESHOLD,
+    rescore_top_share: float = defaults.RESCORE_TOP_SHARE,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -58,6 +59,8 @@ def build_pipeline(
         most rare words.
     cascade_threshold (bool): The document threshold fitted on what the cascade
         reads (where its pair score has one for these settings).
+    rescore_top_share (float): In a long document it can see more: this share
+        of the compared pairs, at most 32 (0, the default: always `rescore_top_k`).
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -77,6 +80,7 @@ def build_pipeline(
             "candidates": candidates,
             "rescorer": rescorer_config(rescorer, device=device, dtype=dtype),
             "rescore_top_k": rescore_top_k,
+            "rescore_top_share": rescore_top_share,
             "rescore_similar_k": rescore_similar_k,
             "cascade_threshold": cascade_threshold,
         },
@@ -404,6 +408,7 @@ def detect_cli(
     aggregation: str = typer.Option(defaults.AGGREGATION, help="Pair score: learned (NLI both ways + alignment), min, mean or max."),
     rescorer: str = typer.Option(AUTO_RESCORER, help="The larger NLI model that re-scores each document's top pairs: auto (mpnet-lora, all-mpnet-base-v2 + the shipped adapters, when --model is the embedded default; run `download` once), mpnet-lora, a model directory with its pair_scorer.json, or none (the first model alone: ~1.4x faster, weaker)."),
     rescore_top_k: int = typer.Option(defaults.RESCORE_TOP_K, help="Pairs per document the --rescorer sees."),
+    rescore_top_share: float = typer.Option(defaults.RESCORE_TOP_SHARE, help="In a long document the --rescorer can see more: this share of its compared pairs, at most 32 (0: always --rescore-top-k; 0.125 finds more far-apart contradictions, and scores more consistent pairs high)."),
     rescore_similar_k: int = typer.Option(defaults.RESCORE_SIMILAR_K, help="Further pairs per document the --rescorer sees: those whose units share the most rare words."),
     cascade_threshold: bool = typer.Option(defaults.CASCADE_THRESHOLD, help="Flag at the document threshold fitted on what the cascade reads (for the shipped cascade settings; others use the rule for every pair)."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
@@ -427,7 +432,7 @@ def detect_cli(
     pipeline_settings = dict(lang=lang, model=model, device=device, dtype=dtype, threshold=threshold, window=window,
                              max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
                              rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-                             cascade_threshold=cascade_threshold)
+                             cascade_threshold=cascade_threshold, rescore_top_share=rescore_top_share)
     if engine == "ray":
         _detect_on_ray(inputs, output=output, html=html, n_process=n_process, output_dir=output_dir,
                        pipeline_settings=pipeline_settings, text_field=text_field, shard_size=shard_size,

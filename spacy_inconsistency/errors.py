@@ -109,6 +109,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "language, give the component a model for it (`model`) and use a pipeline "
         "of that language (`spacy.blank(LANG)`, `detect --lang LANG`)."
     )
+    W145 = (
+        "'{name}' has `cascade_threshold` set, but its rescorer's cascade threshold "
+        "was fitted for a cascade that reads other pairs ({fitted}; these settings: "
+        "{ours}), so the threshold fitted for every compared pair applies. Use the "
+        "settings it was fitted for, or fit it for these (`spacy project run "
+        "calibrate-cascade`)."
+    )
     # LLM faults (W200-W209)
     W200 = (
         "{n} of {total} Docs got no answer from the judge '{client}' in "

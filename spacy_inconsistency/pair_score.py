@@ -260,6 +260,9 @@ class PairScoreModel:
         settings = data.get("cascade_settings")
         if settings is None and "cascade" in thresholds:  # files written before the field: in `info`
             settings = (info.get("cascade_threshold") or {}).get("cascade")
+        if settings is not None and "rescore_top_share" not in settings:
+            # Fitted before the second stage read more pairs of long Docs: a fixed top k.
+            settings = {**settings, "rescore_top_share": 0.0}
         return cls(
             LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["nli_only"]),
             threshold=data["threshold"], info=info, document_thresholds=thresholds, cascade_settings=settings,

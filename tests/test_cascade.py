@@ -1,4 +1,6 @@
 """The cascade: a second NLI model (`rescorer`) re-scores each Doc's top pairs of the first."""
+import math
+
 import numpy
 import pytest
 import spacy
@@ -26,8 +28,10 @@ def detector(model: str, rescorer=None, **settings):
     config = {"model": {"@misc": BACKEND, "model": model, "dtype": "float32"}, "alignment": False, **settings}
     if rescorer is not None:
         config["rescorer"] = {"@misc": BACKEND, "model": rescorer, "dtype": "float32"}
-        # These tests are about the first model's top pairs; the similar pairs have their own.
+        # These tests are about the first model's top pairs; the similar pairs and the share of a
+        # long Doc's pairs have their own.
         config.setdefault("rescore_similar_k", 0)
+        config.setdefault("rescore_top_share", 0.0)
     return nlp, nlp.add_pipe("inconsistency_detector", config=config)
 
 
@@ -52,6 +56,27 @@ def test_rescorer_scores_the_first_models_top_pairs(tiny_nli, rescorer_dir, k):
     assert numpy.allclose(cascade.forward[top], alone.forward[top], atol=1e-5)
     if k >= len(first.pairs):  # every pair re-scored: the rescorer alone
         assert numpy.allclose(cascade.score, alone.score, atol=1e-5)
+
+
+def test_the_rescorer_reads_a_share_of_a_long_docs_pairs(tiny_nli, rescorer_dir):
+    first = scores(*detector(tiny_nli), PARAGRAPH)
+    alone = scores(*detector(rescorer_dir), PARAGRAPH)
+    n = len(first.pairs)
+    assert n > 40
+    order = numpy.argsort(-first.score, kind="stable")
+    # (top k, share, pairs read of this Doc's n, of a Doc of 8 pairs); at most 32 unless k is more
+    for k, share, reads, of_8 in ((1, 0.125, math.ceil(n / 8), 1), (20, 0.125, 20, 20), (1, 1.0, 32, 8),
+                                  (40, 1.0, 40, 40), (3, 0.0, 3, 3)):
+        nlp, pipe = detector(tiny_nli, rescorer_dir, rescore_top_k=k, rescore_top_share=share, reverse_top_k=None,
+                             rescore_reverse_top_k=None)
+        assert pipe.pairwise.rescore_k(n) == reads
+        assert pipe.pairwise.rescore_k(8) == of_8
+        cascade = scores(nlp, pipe, PARAGRAPH)
+        want = numpy.zeros_like(alone.score)
+        want[order[:reads]] = alone.score[order[:reads]]
+        assert numpy.allclose(cascade.score, want, atol=1e-5), (k, share)
+    with pytest.raises(ValueError, match="rescore_top_share"):
+        detector(tiny_nli, rescorer_dir, rescore_top_share=1.5)
 
 
 def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
@@ -88,12 +113,13 @@ def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_
     # not asked for (the default): the rule for every pair
     _, default = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True)
     assert default.pairwise.threshold_for(n) == every_pair(n)
-    # Another top k or similar k, no alignment (the NLI-only score), or no rescorer: the rule for every pair.
-    _, other_k = detector(tiny_nli, str(path), rescore_top_k=3, alignment=True, cascade_threshold=True)
-    assert other_k.pairwise.threshold_for(n) == every_pair(n)
-    _, other_similar = detector(tiny_nli, str(path), rescore_top_k=4, rescore_similar_k=2, alignment=True,
-                               cascade_threshold=True)
-    assert other_similar.pairwise.threshold_for(n) == every_pair(n)
+    # Another top k, similar k or share of long Docs' pairs (said: W145), no alignment (the NLI-only
+    # score), or no rescorer: the rule for every pair.
+    for other in ({"rescore_top_k": 3}, {"rescore_similar_k": 2}, {"rescore_top_share": 0.125}):
+        with pytest.warns(UserWarning, match="W145"):
+            _, other_settings = detector(tiny_nli, str(path), **{"rescore_top_k": 4, "alignment": True,
+                                                                "cascade_threshold": True, **other})
+        assert other_settings.pairwise.threshold_for(n) == every_pair(n)
     _, nli_only = detector(tiny_nli, str(path), rescore_top_k=4, cascade_threshold=True)
     assert nli_only.pairwise.threshold_for(n) == every_pair(n)
     _, alone = detector(str(path), alignment=True, cascade_threshold=True)
@@ -345,7 +371,8 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     data.write_text(PARAGRAPH, encoding="utf8")
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
-                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "3", "--no-progress"])
+                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "3",
+                                      "--rescore-top-share", "0", "--no-progress"])
     assert result.exit_code == 0, result.output
     row = json.loads(out.read_text(encoding="utf8"))
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True, rescore_similar_k=defaults.RESCORE_SIMILAR_K)
@@ -368,7 +395,7 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     for flag in ("--cascade-threshold", "--no-cascade-threshold"):
         result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
                                           "--dtype", "float32", "--rescorer", str(zero), "--rescore-top-k", "1",
-                                          "--rescore-similar-k", "0", flag, "--no-progress"])
+                                          "--rescore-similar-k", "0", "--rescore-top-share", "0", flag, "--no-progress"])
         assert result.exit_code == 0, result.output
         found[flag] = json.loads(out.read_text(encoding="utf8"))["inconsistencies"]
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=1, alignment=True, rescore_similar_k=0)

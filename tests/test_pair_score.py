@@ -72,7 +72,7 @@ def test_pair_score_model_round_trip_and_choice_of_model(tmp_path):
 def test_cascade_settings_round_trip_and_old_files_keep_them_in_info(tmp_path):
     uniform = numpy.linspace(0, 1, 1001).tolist()
     every, cascade = DocumentThreshold(uniform, alpha=0.3, floor=0.0), DocumentThreshold(uniform, alpha=0.3, floor=0.0, max_pairs=2)
-    settings = {"rescore_top_k": 8, "rescore_similar_k": 4}
+    settings = {"rescore_top_k": 8, "rescore_top_share": 0.125, "rescore_similar_k": 4}
     scorer = PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.5, cascade_settings=settings,
                             document_thresholds={"full": every, "nli_only": every, "cascade": cascade})
     scorer.to_disk(tmp_path / "ps.json")
@@ -81,11 +81,15 @@ def test_cascade_settings_round_trip_and_old_files_keep_them_in_info(tmp_path):
     loaded = PairScoreModel.from_disk(tmp_path / "ps.json")
     assert loaded.cascade_settings == settings
     assert loaded.document_threshold(6, cascade=settings) == cascade(6) < every(6) == loaded.document_threshold(6)
-    # written before the field: the settings were in info["cascade_threshold"]["cascade"]
+    # written before the field: the settings were in info["cascade_threshold"]["cascade"]; and before
+    # the share of a long Doc's pairs: a fixed top k, share 0
     del data["cascade_settings"]
-    data["info"] = {"cascade_threshold": {"cascade": settings}}
+    fixed_k = {"rescore_top_k": 8, "rescore_similar_k": 4}
+    data["info"] = {"cascade_threshold": {"cascade": fixed_k}}
     old = PairScoreModel.from_dict(data)
-    assert old.cascade_settings == settings and old.document_threshold(6, cascade=settings) == cascade(6)
+    assert old.cascade_settings == {**fixed_k, "rescore_top_share": 0.0}
+    assert old.document_threshold(6, cascade=old.cascade_settings) == cascade(6)
+    assert old.document_threshold(6, cascade=settings) == every(6)
     # a "cascade" rule without the settings it was fitted for never applies
     del data["info"]
     assert PairScoreModel.from_dict(data).document_threshold(6, cascade=settings) == every(6)
@@ -289,5 +293,7 @@ def test_shipped_second_stage_pair_score_keeps_its_fold_models_and_an_out_of_fol
             assert numpy.all(model.coef[shipped.coef == 0.0] == 0.0)
             assert not numpy.allclose(model.coef, shipped.coef)
     assert scorer.info["cascade_threshold"]["dev_scores"] == "out of fold"
+    # fitted for the default cascade (written before `rescore_top_share`, so for its 0)
     assert scorer.cascade_settings == {"rescore_top_k": defaults.RESCORE_TOP_K,
+                                       "rescore_top_share": defaults.RESCORE_TOP_SHARE,
                                        "rescore_similar_k": defaults.RESCORE_SIMILAR_K}

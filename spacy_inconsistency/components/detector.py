@@ -50,7 +50,8 @@ class InconsistencyDetector(Pipe):
     model (NLIBackend): The NLI backend.
     segmenter (Segmenter): Used when the Doc has no units yet.
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
-        pair_scorer, candidates, rescorer, rescore_top_k, rescore_similar_k, cascade_threshold, first_stage_directions,
+        pair_scorer, candidates, rescorer, rescore_top_k, rescore_top_share, rescore_similar_k, cascade_threshold,
+        first_stage_directions,
         reverse_top_k, rescore_reverse_top_k: as for
         `contradiction_detector`
         (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
@@ -75,6 +76,7 @@ class InconsistencyDetector(Pipe):
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         rescorer: Optional[Union[NLIBackend, PairedRescorer]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
+        rescore_top_share: float = DEFAULT_SETTINGS["rescore_top_share"],
         rescore_similar_k: int = DEFAULT_SETTINGS["rescore_similar_k"],
         cascade_threshold: bool = DEFAULT_SETTINGS["cascade_threshold"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
@@ -89,8 +91,8 @@ class InconsistencyDetector(Pipe):
             nlp, f"{name}.pairwise", model=model, units_key=segmenter.units_key,
             window=window, max_all_pairs=max_all_pairs, threshold=threshold,
             aggregation=aggregation, speakers=speakers, alignment=alignment, pair_scorer=pair_scorer,
-            candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-            cascade_threshold=cascade_threshold,
+            candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
+            rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
             first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
             rescore_reverse_top_k=rescore_reverse_top_k,
         )
@@ -198,6 +200,7 @@ def make_inconsistency_detector(
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
+    rescore_top_share: float,
     rescore_similar_k: int,
     cascade_threshold: bool,
     first_stage_directions: int,
@@ -213,7 +216,8 @@ def make_inconsistency_detector(
         nlp, name, model=model, segmenter=segmenter, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
-        rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-        cascade_threshold=cascade_threshold, first_stage_directions=first_stage_directions,
-        reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
+        rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
+        first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
+        rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )

@@ -1,5 +1,6 @@
 """`contradiction_detector`: contradicting pairs of statement units within a Doc."""
 import logging
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "alignment": defaults.ALIGNMENT,
     "pair_scorer": None,
     "rescore_top_k": defaults.RESCORE_TOP_K,
+    "rescore_top_share": defaults.RESCORE_TOP_SHARE,
     "rescore_similar_k": defaults.RESCORE_SIMILAR_K,
     "cascade_threshold": defaults.CASCADE_THRESHOLD,
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
@@ -77,13 +79,13 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
-            "rescore_top_k", "rescore_similar_k", "cascade_threshold", "first_stage_directions", "reverse_top_k",
-            "rescore_reverse_top_k")
+            "rescore_top_k", "rescore_top_share", "rescore_similar_k", "cascade_threshold", "first_stage_directions",
+            "reverse_top_k", "rescore_reverse_top_k")
 
 
 # The settings that decide which pairs a cascade's second stage reads: its fitted document
 # threshold applies only to the cascade it was fitted for (`PairScoreModel.document_threshold`).
-CASCADE_KEYS = ("rescore_top_k", "rescore_similar_k")
+CASCADE_KEYS = ("rescore_top_k", "rescore_top_share", "rescore_similar_k")
 
 
 def term_similarities(units: Sequence[Span], pairs: numpy.ndarray) -> numpy.ndarray:
@@ -236,6 +238,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
         pairs score 0. A pair is then flagged when the rescorer alone would
         flag it and the first model ranks it among the Doc's top k.
     rescore_top_k (int): Pairs per Doc the rescorer sees.
+    rescore_top_share (float): In a long Doc it can see more: its top
+        max(`rescore_top_k`, ceil(share x compared pairs)) pairs, never more than
+        max(`rescore_top_k`, 32), so that a contradiction the first model ranks
+        lower among many pairs still reaches it (at the price of more consistent
+        pairs read high; docs/detection.md). 0 (the default): always `rescore_top_k`.
     rescore_similar_k (int): Further pairs per Doc the rescorer sees: of the
         pairs outside the first model's top `rescore_top_k`, those whose units
         share the most rare content words (tf-idf cosine within the Doc), so
@@ -284,6 +291,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]] = None,
         rescorer: Optional[Union[NLIBackend, "PairedRescorer"]] = None,
         rescore_top_k: int = DEFAULT_SETTINGS["rescore_top_k"],
+        rescore_top_share: float = DEFAULT_SETTINGS["rescore_top_share"],
         rescore_similar_k: int = DEFAULT_SETTINGS["rescore_similar_k"],
         cascade_threshold: bool = DEFAULT_SETTINGS["cascade_threshold"],
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
@@ -300,6 +308,9 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 raise ValueError(Errors.E006.format(name=setting, expected="at least 1 or null", value=value))
         if rescore_top_k < 1:
             raise ValueError(Errors.E006.format(name="rescore_top_k", expected="at least 1", value=rescore_top_k))
+        if isinstance(rescore_top_share, bool) or not isinstance(rescore_top_share, (int, float)) \
+                or not 0.0 <= rescore_top_share <= 1.0:
+            raise ValueError(Errors.E006.format(name="rescore_top_share", expected="in [0, 1]", value=rescore_top_share))
         if first_stage_directions not in (1, 2):
             raise ValueError(Errors.E006.format(name="first_stage_directions", expected="1 or 2",
                                                 value=first_stage_directions))
@@ -337,6 +348,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "alignment": alignment,
             "pair_scorer": pair_scorer,
             "rescore_top_k": rescore_top_k,
+            "rescore_top_share": float(rescore_top_share),
             "rescore_similar_k": rescore_similar_k,
             "cascade_threshold": bool(cascade_threshold),
             "first_stage_directions": first_stage_directions,
@@ -355,6 +367,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
             if not path.exists():
                 raise ValueError(Errors.E193.format(name=self.rescorer.name, path=path))
             self._rescorer_pair_scorer = PairScoreModel.from_disk(path)
+            fitted_for = self._rescorer_pair_scorer.cascade_settings
+            ours = {key: self.cfg[key] for key in CASCADE_KEYS}
+            if self.cfg["cascade_threshold"] and fitted_for is not None and fitted_for != ours:
+                warnings.warn(Warnings.W145.format(name=self.name, fitted=fitted_for, ours=ours))
         self._pair_scorer = None
         self._aggregation = self.cfg["aggregation"]
         if self._aggregation != LEARNED:
@@ -485,7 +501,19 @@ class ContradictionDetector(CfgSerializable, Pipe):
             return 0
         if self.cfg["reverse_top_k"] is None:
             return None
-        return max(int(self.cfg["reverse_top_k"]), int(self.cfg["rescore_top_k"]))
+        return max(int(self.cfg["reverse_top_k"]), self._max_rescore_k())
+
+    def _max_rescore_k(self) -> int:
+        """The most pairs the rescorer reads in any Doc (see `rescore_k`)."""
+        k = int(self.cfg["rescore_top_k"])
+        return max(k, defaults.RESCORE_MAX_K) if self.cfg["rescore_top_share"] > 0 else k
+
+    def rescore_k(self, n_pairs: int) -> int:
+        """How many of a Doc's highest-ranked pairs the rescorer reads: `rescore_top_k`, more in
+        a Doc of many compared pairs (`rescore_top_share` of them, at most 32)."""
+        k = int(self.cfg["rescore_top_k"])
+        share = math.ceil(self.cfg["rescore_top_share"] * n_pairs - 1e-9)
+        return min(max(k, share), self._max_rescore_k())
 
     def _read_reverse(self, per_doc: list, doc_facts: List[Optional[list]], k: int) -> None:
         """Read the reverse order of each Doc's `k` pairs that rank highest on their
@@ -516,18 +544,17 @@ class ContradictionDetector(CfgSerializable, Pipe):
         return stack_probabilities(model.predict(texts), len(texts))
 
     def _rescore(self, first: List[PairScores], doc_facts: List[Optional[list]]) -> List[PairScores]:
-        """The cascade: each Doc's top `rescore_top_k` pairs scored again by the rescorer.
+        """The cascade: each Doc's top `rescore_k` pairs scored again by the rescorer.
         The first stage's alignment facts are reused (they cover every paired unit)."""
-        k = self.cfg["rescore_top_k"]
         reverse_k = self.cfg["rescore_reverse_top_k"]
-        at_once = reverse_k is None or reverse_k >= k
+        at_once = reverse_k is None or reverse_k >= self._max_rescore_k()
         # The rescorer's own pair score decides, even where the first model fell back to `min`.
         aggregation = LEARNED if self._rescorer_pair_scorer is not None else self._aggregation
         learned = aggregation == LEARNED
         docs: List[_Rescored] = []
         texts = []
         for scores, facts in zip(first, doc_facts):
-            top = numpy.argsort(-scores.score, kind="stable")[:k]
+            top = numpy.argsort(-scores.score, kind="stable")[:self.rescore_k(len(scores.pairs))]
             top = numpy.concatenate([top, similar_pairs(scores.units, scores.pairs, top, self.cfg["rescore_similar_k"])])
             pairs = scores.pairs[top]
             if facts is None and learned and self.cfg["alignment"] and len(top):
@@ -657,6 +684,7 @@ def make_contradiction_detector(
     candidates: Optional[Callable[[Sequence[Span]], numpy.ndarray]],
     rescorer: Optional[Union[NLIBackend, PairedRescorer, str]],
     rescore_top_k: int,
+    rescore_top_share: float,
     rescore_similar_k: int,
     cascade_threshold: bool,
     first_stage_directions: int,
@@ -672,7 +700,8 @@ def make_contradiction_detector(
         nlp, name, model=model, units_key=units_key, window=window,
         max_all_pairs=max_all_pairs, threshold=threshold, aggregation=aggregation,
         speakers=speakers, alignment=alignment, pair_scorer=pair_scorer, candidates=candidates,
-        rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-        cascade_threshold=cascade_threshold, first_stage_directions=first_stage_directions,
-        reverse_top_k=reverse_top_k, rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
+        rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
+        rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
+        first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
+        rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
     )
