@@ -314,7 +314,7 @@ def test_calibrate_cascade_fit_keeps_both_caps_and_writes_the_rule(tmp_path):
 
     calibrate = _load("calibrate_cascade", ROOT / "scripts" / "nli" / "calibrate_cascade.py")
     rng = numpy.random.default_rng(0)
-    cascade = {"rescore_top_k": 8, "rescore_similar_k": 4}
+    cascade = {"rescore_top_k": 8, "rescore_top_share": 0.0, "rescore_similar_k": 4}  # the collect step's CASCADE_KEYS
     rows = [{"set": "news", "id": f"n{i}", "side": "consistent", "pairs": 100, "cascade": cascade,
              "read_scores": sorted(rng.uniform(0, 0.6, 12).round(6).tolist(), reverse=True), "gold_pair_score": None}
             for i in range(100)]
