@@ -216,6 +216,10 @@ class PairScoreModel:
         self.info = info or {}
         self.cascade_settings = dict(cascade_settings) if cascade_settings is not None else None
 
+    def fitted_for_cascade(self, cascade: Dict[str, Any]) -> bool:
+        """Whether its `"cascade"` document threshold was fitted for a cascade of these settings."""
+        return self.cascade_settings is not None and self.cascade_settings == dict(cascade)
+
     def document_threshold(self, n_pairs: int, *, alignment: bool = True,
                            cascade: Optional[Dict[str, Any]] = None) -> float:
         """The threshold of a Doc with `n_pairs` compared pairs (`threshold` without a
@@ -223,7 +227,7 @@ class PairScoreModel:
         pairs, chosen by these settings (`rescore_top_k`, ...); its `"cascade"` rule,
         fitted on what such a cascade reads, applies when it was fitted for them."""
         rule = None
-        if cascade is not None and alignment and self.cascade_settings == dict(cascade):
+        if cascade is not None and alignment and self.fitted_for_cascade(cascade):
             rule = self.document_thresholds.get("cascade")
         rule = rule or self.document_thresholds.get("full" if alignment else "nli_only")
         return rule(n_pairs) if rule is not None else self.threshold

@@ -1,5 +1,6 @@
 """The cascade: a second NLI model (`rescorer`) re-scores each Doc's top pairs of the first."""
 import math
+import warnings
 
 import numpy
 import pytest
@@ -108,7 +109,10 @@ def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_
                    ).to_disk(path / "pair_scorer.json")
     n = 6
     assert cascade(n) == every_pair(2) < every_pair(n)
-    _, fitted_for = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True, cascade_threshold=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, fitted_for = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True, cascade_threshold=True)
+    assert not [w for w in caught if "W145" in str(w.message)]  # the settings it was fitted for: no warning
     assert fitted_for.pairwise.threshold_for(n) == cascade(n)
     # not asked for (the default): the rule for every pair
     _, default = detector(tiny_nli, str(path), rescore_top_k=4, alignment=True)

@@ -93,9 +93,7 @@ def collect(
     detector = nlp.get_pipe("inconsistency_detector")
     if detector.pairwise.rescorer is None:
         raise typer.BadParameter("the detector has no second stage (rescorer) to calibrate")
-    from spacy_inconsistency.components.pairwise import CASCADE_KEYS
-
-    cascade = {key: detector.cfg[key] for key in CASCADE_KEYS}
+    cascade = detector.pairwise.cascade_settings()
     folds = None if in_fold else fold_scorers(detector.pairwise.rescorer_pair_scorer)
     recorder = _Recorder(detector.pairwise.rescorer_pair_scorer)
     detector.pairwise._rescorer_pair_scorer = recorder

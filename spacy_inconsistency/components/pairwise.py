@@ -367,10 +367,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
             if not path.exists():
                 raise ValueError(Errors.E193.format(name=self.rescorer.name, path=path))
             self._rescorer_pair_scorer = PairScoreModel.from_disk(path)
-            fitted_for = self._rescorer_pair_scorer.cascade_settings
-            ours = {key: self.cfg[key] for key in CASCADE_KEYS}
-            if self.cfg["cascade_threshold"] and fitted_for is not None and fitted_for != ours:
-                warnings.warn(Warnings.W145.format(name=self.name, fitted=fitted_for, ours=ours))
+            scorer, ours = self._rescorer_pair_scorer, self.cascade_settings()
+            if self.cfg["cascade_threshold"] and scorer.cascade_settings is not None \
+                    and not scorer.fitted_for_cascade(ours):
+                warnings.warn(Warnings.W145.format(name=self.name, fitted=scorer.cascade_settings, ours=ours))
         self._pair_scorer = None
         self._aggregation = self.cfg["aggregation"]
         if self._aggregation != LEARNED:
@@ -503,6 +503,10 @@ class ContradictionDetector(CfgSerializable, Pipe):
             return None
         return max(int(self.cfg["reverse_top_k"]), self._max_rescore_k())
 
+    def cascade_settings(self) -> Dict[str, Any]:
+        """The settings that decide which pairs the rescorer reads (`CASCADE_KEYS`)."""
+        return {key: self.cfg[key] for key in CASCADE_KEYS}
+
     def _max_rescore_k(self) -> int:
         """The most pairs the rescorer reads in any Doc (see `rescore_k`)."""
         k = int(self.cfg["rescore_top_k"])
@@ -627,7 +631,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         if self.cfg["threshold"] is None and self._rescorer_pair_scorer is not None:
             # The rescorer's threshold for every compared pair, or (`cascade_threshold`) the one
             # fitted on what this cascade reads, where its pair score has one.
-            cascade = {key: self.cfg[key] for key in CASCADE_KEYS} if self.cfg["cascade_threshold"] else None
+            cascade = self.cascade_settings() if self.cfg["cascade_threshold"] else None
             return self._rescorer_pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]),
                                                                  cascade=cascade)
         if self.cfg["threshold"] is None and self._pair_scorer is not None:
