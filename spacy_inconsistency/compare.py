@@ -23,7 +23,9 @@ from spacy.tokens import Doc, Span
 
 from .candidates import all_pairs, run_strategy
 from .backends.loading import warn_other_language
-from .pair_scoring import PairDetector, ProbeScores, doc_units, has_content, score_pairs, unit_alignment
+from .pair_scoring import (
+    PairDetector, ProbeScores, doc_units, has_content, pair_finding, score_pairs, unit_alignment,
+)
 from .errors import Errors, Warnings
 from .extensions import unit_record
 
@@ -173,14 +175,7 @@ def find_contradictions(
             record["source"] = labels[owner[u]]
             record["doc"] = owner[u]
             records.append(record)
-        findings.append(
-            {
-                "units": records,
-                "score": float(scores.score[k]),
-                "label": "contradiction",
-                "directions": [float(scores.forward[k]), float(scores.backward[k])],
-            }
-        )
+        findings.append(pair_finding(scores, k, records))
     return findings
 
 

@@ -36,10 +36,15 @@ NLI_FEATURE_NAMES = ("c_max", "c_min", "e_max", "e_min", "n_max", "n_min")
 # a high P(contradiction) means (same subject? another time?).
 INTERACTIONS = tuple(FEATURE_NAMES)
 EPS = 1e-6
+LABELS = ("entailment", "neutral", "contradiction")
 
 
 def _logit(p: numpy.ndarray) -> numpy.ndarray:
     return clipped_logit(p, EPS)
+
+
+def _sigmoid(z: numpy.ndarray) -> numpy.ndarray:
+    return 1.0 / (1.0 + numpy.exp(-z))
 
 
 def nli_features(forward: numpy.ndarray, backward: numpy.ndarray) -> numpy.ndarray:
@@ -77,6 +82,13 @@ def design_matrix(
     return numpy.concatenate([nli, alignment, alignment[:, index] * c_max], axis=1)
 
 
+def _alignment_feature(column: str) -> Optional[str]:
+    """The alignment feature a design column reads ("negation_mismatch" for itself and for
+    "c_max*negation_mismatch"), None for an NLI column."""
+    name = column[len("c_max*"):] if column.startswith("c_max*") else column
+    return name if name in FEATURE_NAMES else None
+
+
 def feature_names(with_alignment: bool) -> List[str]:
     """Column names of `design_matrix`."""
     names = list(NLI_FEATURE_NAMES)
@@ -103,16 +115,28 @@ class LogisticModel:
         self.coef = numpy.asarray(coef, dtype=numpy.float64)
         self.intercept = float(intercept)
 
-    def __call__(self, x: numpy.ndarray) -> numpy.ndarray:
-        """P(contradiction) of rows of its own columns, or of a whole `design_matrix` (it reads its own)."""
+    def columns(self, x: numpy.ndarray) -> numpy.ndarray:
+        """Its own columns of rows of its own columns, or of a whole `design_matrix`."""
         x = numpy.asarray(x, dtype=numpy.float64)
         if x.shape[1] != len(self.features):
             names = feature_names(x.shape[1] != len(NLI_FEATURE_NAMES))
             if x.shape[1] != len(names) or not set(self.features) <= set(names):
                 raise ValueError(Errors.E251.format(features=self.features, n_columns=x.shape[1], n_design=len(names)))
             x = x[:, [names.index(name) for name in self.features]]
-        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
-        return (1.0 / (1.0 + numpy.exp(-z))).astype(numpy.float32)
+        return x
+
+    def logit(self, x: numpy.ndarray) -> numpy.ndarray:
+        """The log-odds of rows (see `columns`), float64."""
+        return ((self.columns(x) - self.mean) / self.scale) @ self.coef + self.intercept
+
+    def __call__(self, x: numpy.ndarray) -> numpy.ndarray:
+        """P(contradiction) of rows of its own columns, or of a whole `design_matrix` (it reads its own)."""
+        return _sigmoid(self.logit(x)).astype(numpy.float32)
+
+    def shares(self, x: numpy.ndarray) -> numpy.ndarray:
+        """What each column adds to the log-odds of rows (see `columns`) against the
+        same row with that column at 0: weight x value / scale. Shape (k, len(features))."""
+        return self.columns(x) * (self.coef / self.scale)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -248,6 +272,45 @@ class PairScoreModel:
         model = self.full if alignment is not None else self.nli_only
         return model(design_matrix(forward, backward, alignment))
 
+    def explain(
+        self, forward: numpy.ndarray, backward: numpy.ndarray, alignment: Optional[numpy.ndarray] = None
+    ) -> List[Dict[str, Any]]:
+        """Why k pairs score what they score (the arguments of `__call__`).
+
+        Each pair gets both directions' NLI probabilities and, when the score read
+        alignment features, what each feature that fired added to the score's
+        log-odds: its weight times its value, times the larger P(contradiction) for
+        its interaction (the shipped scores are gated, so that is all of it), that
+        is how much higher the log-odds are than with that feature at 0.
+        `without_alignment` is the score with every alignment feature at 0.
+
+        RETURNS (List[Dict[str, Any]]): One per pair: `"nli"` (label -> [P with the
+            first unit as premise, P with the second]) and, with alignment,
+            `"alignment"` (feature -> log-odds it added, the largest first; features
+            at 0 or without weight left out) and `"without_alignment"`.
+        """
+        forward = numpy.asarray(forward, dtype=numpy.float64).reshape(-1, 3)
+        backward = numpy.asarray(backward, dtype=numpy.float64).reshape(-1, 3)
+        out: List[Dict[str, Any]] = [
+            {"nli": {label: [float(f[n]), float(b[n])] for n, label in enumerate(LABELS)}}
+            for f, b in zip(forward, backward)
+        ]
+        if alignment is None or not len(out):
+            return out
+        x = design_matrix(forward, backward, alignment)
+        shares = self.full.shares(x)
+        logit = self.full.logit(x)
+        owner = [_alignment_feature(name) for name in self.full.features]
+        for row, pair_shares, z in zip(out, shares, logit):
+            by_feature: Dict[str, float] = {}
+            for name, share in zip(owner, pair_shares):
+                if name is not None and share != 0.0:
+                    by_feature[name] = by_feature.get(name, 0.0) + float(share)
+            ranked = sorted(by_feature.items(), key=lambda item: -abs(item[1]))
+            row["alignment"] = dict(ranked)
+            row["without_alignment"] = float(_sigmoid(z - sum(by_feature.values())))
+        return out
+
     def to_dict(self) -> Dict[str, Any]:
         data = {
             "full": self.full.to_dict(), "nli_only": self.nli_only.to_dict(), "threshold": self.threshold,
@@ -300,6 +363,6 @@ def stack_probabilities(probs: Dict[str, numpy.ndarray], n: int) -> numpy.ndarra
     P(neutral) = 0.
     """
     columns: Sequence[numpy.ndarray] = [
-        probs.get(label, numpy.zeros(n, dtype=numpy.float32)) for label in ("entailment", "neutral", "contradiction")
+        probs.get(label, numpy.zeros(n, dtype=numpy.float32)) for label in LABELS
     ]
     return numpy.stack(columns, axis=1).astype(numpy.float32)

@@ -9,7 +9,7 @@ directions; the two directions are combined either by a fixed rule (`min`,
 (`spacy_inconsistency.alignment`).
 """
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy
 from spacy.tokens import Doc, Span
@@ -49,6 +49,14 @@ class PairScores:
     score (numpy.ndarray): The pair score (the two directions combined).
     rescored (Optional[numpy.ndarray]): In a cascade, the indices of the pairs the
         second stage read (the others score 0); None otherwise.
+    probabilities (Optional[numpy.ndarray]): shape (k, 2, 3): each pair's
+        P(entailment), P(neutral), P(contradiction) with its first unit as premise
+        and with its second, from the model whose score counts (the second stage's
+        for the pairs it read); None with a fixed rule.
+    scorer (Optional[PairScoreModel]): The learned pair score that made `score`;
+        None for a fixed rule.
+    facts (Optional[Sequence[Optional[UnitFacts]]]): The units' alignment facts
+        when `scorer` read them; None otherwise.
     """
 
     units: List[Span]
@@ -57,10 +65,50 @@ class PairScores:
     backward: numpy.ndarray
     score: numpy.ndarray
     rescored: Optional[numpy.ndarray] = None
+    probabilities: Optional[numpy.ndarray] = None
+    scorer: Optional[PairScoreModel] = None
+    facts: Optional[Sequence[Optional[UnitFacts]]] = None
 
     @property
     def max_score(self) -> float:
         return float(self.score.max()) if len(self.score) else 0.0
+
+    def evidence(self, k: int) -> Optional[Dict[str, Any]]:
+        """Why pair k scores what it does (`PairScoreModel.explain`): both directions'
+        NLI probabilities and, with alignment, what each alignment feature added to the
+        score's log-odds. None without a learned score or the probabilities, and for a
+        pair the second stage of a cascade did not read (it scores 0)."""
+        if self.scorer is None or self.probabilities is None:
+            return None
+        if self.rescored is not None and not numpy.any(self.rescored == k):
+            return None
+        pair = self.pairs[k : k + 1]
+        alignment = pair_feature_matrix(self.facts, pair.tolist()) if self.facts is not None else None
+        probs = self.probabilities[k]
+        return self.scorer.explain(probs[None, 0], probs[None, 1], alignment)[0]
+
+
+def pair_finding(scores: PairScores, k: int, units: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Pair k of `scores` as a finding (the `doc._.contradictions` form).
+
+    scores (PairScores): The scored pairs.
+    k (int): The pair's index.
+    units (List[Dict[str, Any]]): Its two units' records (`unit_record`, with
+        whatever the caller adds).
+    RETURNS (Dict[str, Any]): `units`, `score`, `label`, `directions` (both
+        directions' P(contradiction)) and, with a learned score, `evidence`
+        (`PairScores.evidence`).
+    """
+    finding: Dict[str, Any] = {
+        "units": units,
+        "score": float(scores.score[k]),
+        "label": CONTRADICTION,
+        "directions": [float(scores.forward[k]), float(scores.backward[k])],
+    }
+    evidence = scores.evidence(k)
+    if evidence is not None:
+        finding["evidence"] = evidence
+    return finding
 
 
 @dataclass(frozen=True)
@@ -390,7 +438,12 @@ def score_pairs(
         if len(todo):
             forward[todo], backward[todo] = nli_probabilities(model, texts, pairs[todo], chunk_size=chunk_size)
         score = combine(forward, backward, pairs, aggregation=aggregation, pair_scorer=pair_scorer, facts=facts)
-    return PairScores([], pairs, forward[:, 2].copy(), backward[:, 2].copy(), score.astype(numpy.float32))
+    learned = aggregation == LEARNED
+    return PairScores(
+        [], pairs, forward[:, 2].copy(), backward[:, 2].copy(), score.astype(numpy.float32),
+        probabilities=numpy.stack([forward, backward], axis=1) if learned else None,
+        scorer=pair_scorer if learned else None, facts=facts if learned else None,
+    )
 
 
 def check_aggregation(aggregation: str) -> None:

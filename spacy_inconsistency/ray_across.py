@@ -685,7 +685,7 @@ class PairScoringActor:
         backward (numpy.ndarray): float32, (k, 3): the other direction.
         RETURNS (List[Dict[str, Any]]): One row per pair at or above the threshold.
         """
-        from .pair_scoring import ProbeScores, score_pairs
+        from .pair_scoring import ProbeScores, pair_finding, score_pairs
 
         if not len(pairs):
             return []
@@ -719,12 +719,7 @@ class PairScoringActor:
         rows = []
         for k in kept.tolist():
             i, j = pairs[k].tolist()
-            finding = {
-                "units": [_unit_record(where[u]) for u in (i, j)],
-                "score": float(scores.score[k]),
-                "label": "contradiction",
-                "directions": [float(scores.forward[k]), float(scores.backward[k])],
-            }
+            finding = pair_finding(scores, k, [_unit_record(where[u]) for u in (i, j)])
             rows.append({"score": float(scores.score[k]), "i": i, "j": j,
                          "finding": json.dumps(finding, ensure_ascii=False)})
         return rows

@@ -33,7 +33,10 @@ h1{font-size:1.4em} h2{font-size:1.1em;margin-top:2em;border-bottom:1px solid #d
 .link svg{display:block;margin:auto}
 .link .score{font-weight:bold;font-size:14px}
 .empty{color:#777;font-style:italic}
+.why{display:block;font-size:11px;color:#555;margin-top:.2em;line-height:1.4}
 """
+# Alignment features shown under a finding's score: those that moved its log-odds most.
+WHY_FEATURES = 3
 
 
 def _escape(text: str) -> str:
@@ -71,7 +74,25 @@ def _unit_html(
     return "".join(parts)
 
 
-def _link_html(score: float) -> str:
+def _why_html(evidence: Any) -> str:
+    """Both directions' P(contradiction) and the alignment features that moved the score most."""
+    if not isinstance(evidence, dict):
+        return ""
+    lines = []
+    contradiction = (evidence.get("nli") or {}).get("contradiction")
+    if isinstance(contradiction, (list, tuple)) and len(contradiction) == 2:
+        lines.append(f"NLI {float(contradiction[0]):.2f} / {float(contradiction[1]):.2f}")
+    alignment = evidence.get("alignment") or {}
+    shown = list(alignment.items())[:WHY_FEATURES]
+    if shown:
+        lines.append(", ".join(f"{name.replace('_', ' ')} {float(v):+.1f}" for name, v in shown))
+    if not lines:
+        return ""
+    title = "P(contradiction) both ways; log-odds each alignment feature added to the score"
+    return "".join(f'<span class="why" title="{_escape(title)}">{_escape(line)}</span>' for line in lines)
+
+
+def _link_html(score: float, evidence: Any = None) -> str:
     # The stroke gets darker and thicker as the score rises.
     width = 1 + 3 * max(0.0, min(1.0, score))
     shade = int(200 - 170 * max(0.0, min(1.0, score)))
@@ -82,7 +103,7 @@ def _link_html(score: float) -> str:
         f'<line x1="6" y1="12" x2="114" y2="12" stroke="rgb({shade},{shade // 3},{shade // 3})" '
         f'stroke-width="{width:.1f}"/>'
         '<circle cx="6" cy="12" r="4" fill="#e06c5a"/><circle cx="114" cy="12" r="4" fill="#4a90d9"/>'
-        "</svg><span>contradiction</span></div>"
+        "</svg><span>contradiction</span>" + _why_html(evidence) + "</div>"
     )
 
 
@@ -117,7 +138,7 @@ def render_groups(groups: Iterable[Group], *, title: str = "Contradictions", con
             body.append(
                 f'<div class="finding" id="{fid}" data-score="{float(finding["score"]):.4f}">'
                 + _unit_html(fid, "a", a, text, context_chars)
-                + _link_html(float(finding["score"]))
+                + _link_html(float(finding["score"]), finding.get("evidence"))
                 + _unit_html(fid, "b", b, text, context_chars)
                 + "</div>"
             )

@@ -441,3 +441,13 @@ def test_cascade_with_alignment_reuses_the_first_stage_facts(tiny_nli, tmp_path,
     # and the alignment evidence matters here: without it the scores differ
     no_alignment = scores(*detector(str(path), alignment=False), PARAGRAPH)
     assert not numpy.allclose(no_alignment.score[top], alone.score[top], atol=1e-3)
+    # A finding's evidence is the second stage's: its probabilities, its pair score's features;
+    # the pairs it did not read have none.
+    for k in top.tolist():
+        got, want = cascade.evidence(k), alone.evidence(k)
+        assert got["nli"]["contradiction"] == pytest.approx(want["nli"]["contradiction"], abs=1e-5)
+        assert got["alignment"].keys() == want["alignment"].keys() and got["alignment"]
+        assert list(got["alignment"].values()) == pytest.approx(list(want["alignment"].values()), abs=1e-4)
+        assert got["without_alignment"] == pytest.approx(want["without_alignment"], abs=1e-5)
+    unread = sorted(set(range(len(cascade.pairs))) - set(top.tolist()))
+    assert unread and all(cascade.evidence(k) is None for k in unread)

@@ -37,6 +37,9 @@ def test_compare_docs_pairs_across_and_keeps_sources(tiny_nli):
         forward, backward = backend.predict([(a["text"], b["text"]), (b["text"], a["text"])])["contradiction"]
         assert f["directions"] == pytest.approx([forward, backward], abs=1e-5)
         assert f["score"] == pytest.approx(min(forward, backward), abs=1e-5)
+        # The learned score (the tiny model's weighs min P(contradiction) only) says why.
+        assert f["evidence"]["nli"]["contradiction"] == pytest.approx([forward, backward], abs=1e-5)
+        assert f["evidence"]["without_alignment"] == pytest.approx(f["score"], abs=1e-5)
     assert [f["score"] for f in found] == sorted((f["score"] for f in found), reverse=True)
     assert json.loads(json.dumps(found)) == found
 

@@ -172,6 +172,71 @@ def test_learned_score_is_symmetric_and_computed_as_fitted(tiny_nli, tmp_path):
     assert a._.inconsistency_score == pytest.approx(max(by_text(a).values()), abs=1e-7)
 
 
+def test_explain_splits_the_log_odds_by_alignment_feature():
+    scorer = PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.5)
+    forward, backward = random_probs(4), random_probs(4)
+    align = numpy.zeros((4, len(FEATURE_NAMES)), dtype=numpy.float32)
+    align[0, FEATURE_NAMES.index("negation_mismatch")] = 1.0
+    align[0, FEATURE_NAMES.index("overlap")] = 0.5
+    align[1, FEATURE_NAMES.index("subject_different")] = 1.0
+    explained = scorer.explain(forward, backward, align)
+    scores = scorer(forward, backward, align)
+    without = scorer(forward, backward, numpy.zeros_like(align))
+    full = scorer.full
+    c_max = numpy.maximum(forward[:, 2], backward[:, 2])
+    for k, row in enumerate(explained):
+        assert row["nli"]["contradiction"] == pytest.approx([forward[k, 2], backward[k, 2]], abs=1e-7)
+        assert row["nli"]["entailment"] == pytest.approx([forward[k, 0], backward[k, 0]], abs=1e-7)
+        # The shares and the score without any feature add up to the score itself.
+        logit = numpy.log(scores[k] / (1 - scores[k]))
+        assert logit - sum(row["alignment"].values()) == pytest.approx(
+            numpy.log(row["without_alignment"] / (1 - row["without_alignment"])), abs=1e-4)
+        assert row["without_alignment"] == pytest.approx(float(without[k]), abs=1e-6)
+    # A feature's share is its own weight plus its interaction's, each times its value over its scale.
+    names = full.features
+    own, inter = names.index("negation_mismatch"), names.index("c_max*negation_mismatch")
+    want = full.coef[own] / full.scale[own] + full.coef[inter] * c_max[0] / full.scale[inter]
+    assert explained[0]["alignment"]["negation_mismatch"] == pytest.approx(want, rel=1e-5)
+    assert set(explained[0]["alignment"]) == {"negation_mismatch", "overlap"}
+    assert list(explained[0]["alignment"].values()) == sorted(explained[0]["alignment"].values(), key=lambda v: -abs(v))
+    assert set(explained[1]["alignment"]) == {"subject_different"}
+    # No feature fired: nothing to split, and the score is the one without alignment.
+    assert explained[2]["alignment"] == {} and explained[2]["without_alignment"] == pytest.approx(float(scores[2]), abs=1e-6)
+    # The NLI-only model explains nothing but the probabilities.
+    assert set(scorer.explain(forward, backward, None)[0]) == {"nli"}
+
+
+def test_gated_features_without_weight_are_left_out_of_the_explanation(tmp_path):
+    path = write_min_pair_scorer(tmp_path / "ps.json")
+    scorer = PairScoreModel.from_disk(path)
+    forward, backward = random_probs(1), random_probs(1)
+    (row,) = scorer.explain(forward, backward, numpy.ones((1, len(FEATURE_NAMES)), dtype=numpy.float32))
+    assert row["alignment"] == {}
+    assert row["without_alignment"] == pytest.approx(float(min(forward[0, 2], backward[0, 2])), abs=1e-5)
+
+
+def test_findings_carry_the_evidence_of_their_score(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.0).to_disk(path)
+    doc = detector_nlp(tiny_nli, pair_scorer=str(path))(TEXT)
+    assert doc._.contradictions
+    for finding in doc._.contradictions:
+        evidence = finding["evidence"]
+        assert evidence["nli"]["contradiction"] == pytest.approx(finding["directions"], abs=1e-6)
+        assert sum(sum(p) for p in zip(*evidence["nli"].values())) == pytest.approx(2.0, abs=1e-4)
+        logit = numpy.log(finding["score"] / (1 - finding["score"]))
+        without = evidence["without_alignment"]
+        assert logit - sum(evidence["alignment"].values()) == pytest.approx(numpy.log(without / (1 - without)), abs=1e-3)
+    # The one result format carries it too; a fixed rule has none to give.
+    assert [f["evidence"] for f in doc._.inconsistencies] == [f["evidence"] for f in doc._.contradictions]
+    fixed = detector_nlp(tiny_nli, aggregation="max", threshold=0.0)(TEXT)
+    assert fixed._.contradictions and all("evidence" not in f for f in fixed._.contradictions)
+    assert all("evidence" not in f for f in fixed._.inconsistencies)
+    # Without alignment (or in another language) the NLI-only score explains the probabilities only.
+    off = detector_nlp(tiny_nli, pair_scorer=str(path), alignment=False)(TEXT)
+    assert off._.contradictions and all(set(f["evidence"]) == {"nli"} for f in off._.contradictions)
+
+
 def test_threshold_comes_from_the_scorer_unless_set(tiny_nli, tmp_path):
     path = write_min_pair_scorer(tmp_path / "ps.json", threshold=0.99)
     nlp = detector_nlp(tiny_nli, pair_scorer=str(path))

@@ -156,6 +156,11 @@ def _assert_same_findings(got: list, expected: list) -> None:
         assert finding["units"] == want["units"] and finding["label"] == want["label"]
         assert abs(finding["score"] - want["score"]) < 1e-5
         assert all(abs(a - b) < 1e-5 for a, b in zip(finding["directions"], want["directions"]))
+        assert ("evidence" in finding) == ("evidence" in want)
+        if "evidence" in want:
+            assert finding["evidence"]["alignment"].keys() == want["evidence"]["alignment"].keys()
+            assert all(abs(a - b) < 1e-4 for a, b in zip(finding["evidence"]["nli"]["contradiction"],
+                                                        want["evidence"]["nli"]["contradiction"]))
     scores = [f["score"] for f in got]
     assert scores == sorted(scores, reverse=True)
 

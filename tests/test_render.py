@@ -48,6 +48,8 @@ class Findings(HTMLParser):
             self.findings[-1]["sources"].append(data)
         elif cls == "score":
             self.findings[-1]["label"] = data
+        elif cls == "why":
+            self.findings[-1].setdefault("why", []).append(data)
 
 
 def parse(page):
@@ -68,6 +70,17 @@ def test_page_shows_both_units_score_and_links():
     assert f["links"] == ["#finding-0-b", "#finding-0-a"]
     assert {"finding-0-a", "finding-0-b"} <= parsed.ids
     assert "Costs doubled." in page  # context around the units
+
+
+def test_a_finding_with_evidence_says_why():
+    evidence = {"nli": {"contradiction": [0.912, 0.3]},
+                "alignment": {"negation_mismatch": 1.26, "subject_same": 0.41, "object_same": -0.22, "overlap": 0.1},
+                "without_alignment": 0.5}
+    (f,) = parse(render_findings([dict(FINDING, evidence=evidence)], texts=TEXT)).findings
+    # Both directions, then the three features that moved the score most, signed.
+    assert f["why"] == ["NLI 0.91 / 0.30", "negation mismatch +1.3, subject same +0.4, object same -0.2"]
+    (plain,) = parse(render_findings([FINDING], texts=TEXT)).findings
+    assert "why" not in plain
 
 
 def test_text_is_escaped_and_offsets_checked():

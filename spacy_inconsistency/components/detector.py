@@ -39,7 +39,9 @@ class InconsistencyDetector(Pipe):
     """Find where a Doc disagrees with itself.
 
     Findings go to `doc._.inconsistencies` (each: `kind`, `units` with
-    character offsets, `score`, `method`), `doc._.has_inconsistency` is
+    character offsets, `score`, `method`, and with the learned pair score
+    `evidence`: both directions' NLI probabilities and what each alignment
+    feature added to the score), `doc._.has_inconsistency` is
     True when there is at least one, and `doc._.inconsistency_score` is the
     highest aggregated contradiction score of any compared pair (0.0 when
     the Doc has fewer than two units), so it ranks Docs even below the
@@ -137,6 +139,7 @@ class InconsistencyDetector(Pipe):
                     "units": c["units"],
                     "score": c["score"],
                     "method": METHOD_PAIRWISE,
+                    **({"evidence": c["evidence"]} if "evidence" in c else {}),
                 }
                 for c in contradictions
             ]

@@ -34,6 +34,7 @@ from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have
     combine,
     doc_units,
     has_content,
+    pair_finding,
     score_pairs,
     speaker_pairs,
     unit_alignment,
@@ -486,7 +487,11 @@ class ContradictionDetector(CfgSerializable, Pipe):
                 forward, backward, pairs, aggregation=self._aggregation,
                 pair_scorer=self._pair_scorer, facts=facts,
             )
-            out.append(PairScores(units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score))
+            out.append(PairScores(
+                units, pairs, forward[:, 2].copy(), backward[:, 2].copy(), score,
+                probabilities=numpy.stack([forward, backward], axis=1) if learned else None,
+                scorer=self._pair_scorer if learned else None, facts=facts,
+            ))
         if self.rescorer is not None:
             out = self._rescore(out, doc_facts)
         return out
@@ -604,7 +609,14 @@ class ContradictionDetector(CfgSerializable, Pipe):
             score[top] = rescored(doc)
             fwd, bwd = numpy.zeros_like(scores.forward), numpy.zeros_like(scores.backward)
             fwd[top], bwd[top] = doc.forward[:, 2], doc.backward[:, 2]
-            out.append(PairScores(scores.units, scores.pairs, fwd, bwd, score, rescored=top))
+            probabilities = None
+            if learned:
+                probabilities = numpy.zeros((len(scores.pairs), 2, 3), numpy.float32)
+                probabilities[top, 0], probabilities[top, 1] = doc.forward, doc.backward
+            out.append(PairScores(
+                scores.units, scores.pairs, fwd, bwd, score, rescored=top, probabilities=probabilities,
+                scorer=self._rescorer_pair_scorer if learned else None, facts=doc.facts,
+            ))
         return out
 
     def unit_pairs(self, units: Sequence[Span], scorer: Optional[_candidates.PairScorer] = None) -> numpy.ndarray:
@@ -645,14 +657,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         found = []
         for k in keep.tolist():
             i, j = scores.pairs[k].tolist()
-            found.append(
-                {
-                    "units": [unit_record(scores.units[i]), unit_record(scores.units[j])],
-                    "score": float(scores.score[k]),
-                    "label": CONTRADICTION,
-                    "directions": [float(scores.forward[k]), float(scores.backward[k])],
-                }
-            )
+            found.append(pair_finding(scores, k, [unit_record(scores.units[i]), unit_record(scores.units[j])]))
         return found
 
     def set_annotations(self, docs: Iterable[Doc], scores: List[PairScores]) -> None:
