@@ -1,11 +1,14 @@
 """Other document scores than the highest pair score, measured from one run's pair scores.
 
-A Doc's `inconsistency_score` is its highest pair score. This script asks whether
-another rule over the same pair scores ranks documents better:
+A Doc's `inconsistency_score` was its highest pair score until 2026-11-30, and is since the
+noisy-OR of its three highest (`doc_score_top_k`; docs/detection.md, "The document's score").
+This script asks which rule over the same pair scores ranks documents better:
 
-* ``max``: the highest pair score (what the detector reports);
+* ``max``: the highest pair score (`doc_score_top_k = 1`);
 * ``noisy_or``: 1 - prod(1 - s) over every compared pair, the chance that at least one
   pair contradicts if the calibrated pair scores were independent;
+* ``noisy_or_top3``: the same over the document's three highest pair scores only (what the
+  detector reports since 2026-11-30; the cascade's unread pairs score 0);
 * ``length_aware``: F(max) ** k, where F is the distribution of pair scores in
   consistent news text that the document threshold is built on and k the number of
   pairs compared: how unlikely a highest score this high is in a consistent document
@@ -53,12 +56,15 @@ def rules(threshold: DocumentThreshold) -> Dict[str, Callable[[List[float]], flo
     def noisy_or(scores: List[float]) -> float:
         return float(1.0 - numpy.prod(1.0 - numpy.asarray(scores, dtype=numpy.float64))) if scores else 0.0
 
+    def noisy_or_top3(scores: List[float]) -> float:
+        return noisy_or(sorted(scores, reverse=True)[:3])
+
     def length_aware(scores: List[float]) -> float:
         if not scores:
             return 0.0
         return float(numpy.interp(highest(scores), threshold.grid, threshold.cdf) ** len(scores))
 
-    return {"max": highest, "noisy_or": noisy_or, "length_aware": length_aware}
+    return {"max": highest, "noisy_or": noisy_or, "noisy_or_top3": noisy_or_top3, "length_aware": length_aware}
 
 
 def main(

@@ -69,7 +69,7 @@ def main(
 
     from evaluate_behaviour import apply_settings, parse_settings
     from spacy_inconsistency.cli import rescorer_config
-    from spacy_inconsistency.pair_scoring import AGGREGATIONS
+    from spacy_inconsistency.pair_scoring import AGGREGATIONS, noisy_or_top
 
     settings = parse_settings(set_)
 
@@ -106,16 +106,18 @@ def main(
                "first_stage_directions": config["first_stage_directions"] if rescorer else 2,
                "reverse_top_k": config["reverse_top_k"] if rescorer and config["first_stage_directions"] == 2 else None,
                "rescore_reverse_top_k": config["rescore_reverse_top_k"] if rescorer else None,
+               "doc_score_top_k": detector.cfg["doc_score_top_k"],
                "contradoc": str(contradoc_path), "news": str(news_path), "contradoc_docs": len(contradoc), "contradoc_positive": int(gold.sum()),
                "news_docs": len(news), "set": settings, "by_aggregation": {}}
     learned_threshold = detector.threshold
     results["learned_threshold"] = learned_threshold
     for name in AGGREGATION_NAMES:
+        # A document's score as the detector gives it (`doc_score_top_k`), over each rule's pair scores.
         if name == "learned":
-            doc_scores = numpy.array([s.max_score for s in scores])
+            doc_scores = numpy.array([detector.document_score(s) for s in scores])
         else:
             fn = AGGREGATIONS[name]
-            doc_scores = numpy.array([float(fn(s.forward, s.backward).max()) if len(s.pairs) else 0.0 for s in scores])
+            doc_scores = numpy.array([noisy_or_top(fn(s.forward, s.backward), detector.cfg["doc_score_top_k"]) for s in scores])
         c, n = doc_scores[: len(contradoc)], doc_scores[len(contradoc):]
         entry = {"contradoc_auc": float(roc_auc_score(gold, c)), "thresholds": {}}
         for t in THRESHOLDS + ((learned_threshold,) if name == "learned" else ()):
@@ -125,9 +127,9 @@ def main(
                 "news_flagged": float((n >= t).mean()),
             }
         if name == "learned":
-            # The detector's own decision: its threshold grows with the number of pairs.
+            # The detector's own decision: a pair at or over its threshold, which grows with the number of pairs.
             cuts = numpy.array([detector.threshold_for(len(s.pairs)) for s in scores])
-            hit = doc_scores >= cuts
+            hit = numpy.array([s.max_score for s in scores]) >= cuts
             hc, hn = hit[: len(contradoc)], hit[len(contradoc):]
             entry["thresholds"]["document"] = {
                 "contradoc_flagged_positive": float(hc[gold].mean()),

@@ -35,6 +35,7 @@ def build_pipeline(
     rescore_similar_k: int = defaults.RESCORE_SIMILAR_K,
     cascade_threshold: bool = defaults.CASCADE_THRESHOLD,
     rescore_top_share: float = defaults.RESCORE_TOP_SHARE,
+    doc_score_top_k: int = defaults.DOC_SCORE_TOP_K,
 ) -> Any:
     """A blank pipeline with `inconsistency_detector`.
 
@@ -61,6 +62,8 @@ def build_pipeline(
         reads (where its pair score has one for these settings).
     rescore_top_share (float): In a long document it can see more: this share
         of the compared pairs, at most 32 (0, the default: always `rescore_top_k`).
+    doc_score_top_k (int): A document's score is the noisy-OR of its this many
+        highest pair scores (1: the highest).
     RETURNS (Language): The pipeline.
     """
     import spacy
@@ -83,6 +86,7 @@ def build_pipeline(
             "rescore_top_share": rescore_top_share,
             "rescore_similar_k": rescore_similar_k,
             "cascade_threshold": cascade_threshold,
+            "doc_score_top_k": doc_score_top_k,
         },
     )
     return nlp
@@ -411,6 +415,7 @@ def detect_cli(
     rescore_top_share: float = typer.Option(defaults.RESCORE_TOP_SHARE, help="In a long document the --rescorer can see more: this share of its compared pairs, at most 32 (0: always --rescore-top-k; 0.125 finds more far-apart contradictions, and scores more consistent pairs high)."),
     rescore_similar_k: int = typer.Option(defaults.RESCORE_SIMILAR_K, help="Further pairs per document the --rescorer sees: those whose units share the most rare words."),
     cascade_threshold: bool = typer.Option(defaults.CASCADE_THRESHOLD, help="Flag at the document threshold fitted on what the cascade reads (for the shipped cascade settings; others use the rule for every pair)."),
+    doc_score_top_k: int = typer.Option(defaults.DOC_SCORE_TOP_K, help="A document's inconsistency_score: 1 - prod(1 - s) over its this many highest pair scores (1: the highest). Flags do not depend on it."),
     text_field: str = typer.Option("text", help="Field of the JSONL objects that holds the text."),
     batch_size: int = typer.Option(16, help="Documents per batch."),
     n_process: int = typer.Option(1, help="Worker processes."),
@@ -432,7 +437,8 @@ def detect_cli(
     pipeline_settings = dict(lang=lang, model=model, device=device, dtype=dtype, threshold=threshold, window=window,
                              max_all_pairs=max_all_pairs, aggregation=aggregation, max_chars=max_chars,
                              rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_similar_k=rescore_similar_k,
-                             cascade_threshold=cascade_threshold, rescore_top_share=rescore_top_share)
+                             cascade_threshold=cascade_threshold, rescore_top_share=rescore_top_share,
+                             doc_score_top_k=doc_score_top_k)
     if engine == "ray":
         _detect_on_ray(inputs, output=output, html=html, n_process=n_process, output_dir=output_dir,
                        pipeline_settings=pipeline_settings, text_field=text_field, shard_size=shard_size,

@@ -38,6 +38,14 @@ AGGREGATION_OPTIONS = (LEARNED,) + tuple(sorted(AGGREGATIONS))
 SPEAKER_OPTIONS = ("same", "all")
 
 
+def noisy_or_top(scores: numpy.ndarray, k: int) -> float:
+    """1 - prod(1 - s) over the k highest of `scores` (k = 1: the highest); 0.0 for none."""
+    if not len(scores):
+        return 0.0
+    top = numpy.sort(numpy.clip(numpy.asarray(scores, dtype=numpy.float64), 0.0, 1.0))[::-1][:k]
+    return float(1.0 - numpy.prod(1.0 - top))
+
+
 @dataclass
 class PairScores:
     """The scored candidate pairs of one Doc (or one pool of units).
@@ -72,6 +80,10 @@ class PairScores:
     @property
     def max_score(self) -> float:
         return float(self.score.max()) if len(self.score) else 0.0
+
+    def noisy_or(self, k: int) -> float:
+        """`noisy_or_top(self.score, k)`."""
+        return noisy_or_top(self.score, k)
 
     def evidence(self, k: int) -> Optional[Dict[str, Any]]:
         """Why pair k scores what it does (`PairScoreModel.explain`): both directions'

@@ -91,7 +91,9 @@ def test_cascade_flags_with_the_rescorers_threshold(tiny_nli, rescorer_dir):
     assert first.pairwise.threshold_for(len(cascade.pairs)) != pytest.approx(threshold)
     assert pipe.pairwise.threshold_for(len(cascade.pairs)) == threshold
     assert len(doc._.contradictions) == int((cascade.score >= threshold).sum()) <= 4
-    assert doc._.inconsistency_score == pytest.approx(float(cascade.score.max()))
+    # The Doc's score: the noisy-OR of the three highest (the unread pairs score 0).
+    top3 = numpy.sort(cascade.score)[::-1][:3].astype(float)
+    assert top3[1] > 0 and doc._.inconsistency_score == pytest.approx(1 - numpy.prod(1 - top3), abs=1e-6)
 
 
 def test_cascade_uses_the_rescorers_cascade_threshold_fitted_for_its_top_k(tiny_nli, tmp_path):
@@ -382,6 +384,16 @@ def test_cli_rescorer(tiny_nli, rescorer_dir, tmp_path):
     nlp, _ = detector(tiny_nli, rescorer_dir, rescore_top_k=3, alignment=True, rescore_similar_k=defaults.RESCORE_SIMILAR_K)
     assert row["inconsistency_score"] == pytest.approx(nlp(PARAGRAPH)._.inconsistency_score, abs=1e-6)
     assert len(row["inconsistencies"]) <= 3 + defaults.RESCORE_SIMILAR_K
+    # --doc-score-top-k 1: the highest pair's score, the same findings.
+    result = CliRunner().invoke(app, ["detect", str(data), "-o", str(out), "--model", tiny_nli, "--device", "cpu",
+                                      "--dtype", "float32", "--rescorer", rescorer_dir, "--rescore-top-k", "3",
+                                      "--rescore-top-share", "0", "--doc-score-top-k", "1", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    highest = json.loads(out.read_text(encoding="utf8"))
+    pair_scores = numpy.sort(scores(nlp, nlp.get_pipe("inconsistency_detector"), PARAGRAPH).score)[::-1].astype(float)
+    assert pair_scores[1] > 0 and highest["inconsistency_score"] == pytest.approx(pair_scores[0], abs=1e-6)
+    assert row["inconsistency_score"] == pytest.approx(1 - numpy.prod(1 - pair_scores[:3]), abs=1e-6)
+    assert highest["inconsistencies"] == row["inconsistencies"]
     # The similar pairs and the cascade's threshold from the command line: a rescorer whose
     # "cascade" rule (fitted for top 1, no similar pairs) is 0 flags every compared pair (those
     # it did not read score 0), its rule for every pair (0.42) at most the one pair it read.

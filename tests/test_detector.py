@@ -54,7 +54,8 @@ def test_finds_clear_contradictions(nlp, text, pair):
     top = doc._.inconsistencies[0]
     assert top["kind"] == "contradiction" and top["method"] == "nli-pairwise"
     assert {u["text"] for u in top["units"]} == set(pair)
-    assert doc._.inconsistency_score == pytest.approx(top["score"])
+    # The Doc's score (the noisy-OR of its three highest pairs) is never below its top finding's.
+    assert top["score"] - 1e-7 <= doc._.inconsistency_score <= 1.0
     assert [s.text for s in finding_spans(doc, top)] == [u["text"] for u in top["units"]]
 
 

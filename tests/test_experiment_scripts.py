@@ -225,6 +225,9 @@ def test_document_score_rules_over_pair_scores():
     rules = score_rules.rules(DocumentThreshold(numpy.linspace(0.0, 1.0, 101), alpha=0.05, floor=0.0))  # F(s) = s
     assert rules["max"]([0.9, 0.1]) == 0.9
     assert abs(rules["noisy_or"]([0.5, 0.5]) - 0.75) < 1e-9
+    # Only the three highest: a fourth pair, however high the others, adds nothing.
+    assert abs(rules["noisy_or_top3"]([0.1, 0.5, 0.5, 0.5]) - 0.875) < 1e-9
+    assert rules["noisy_or_top3"]([0.5, 0.5, 0.5, 0.5]) == rules["noisy_or_top3"]([0.5, 0.5, 0.5])
     # F(max) ** k: the same highest score says less in a document of more pairs.
     assert abs(rules["length_aware"]([0.9, 0.1]) - 0.81) < 1e-9
     assert rules["length_aware"]([0.9, 0.1, 0.1]) < rules["length_aware"]([0.9, 0.1])

@@ -169,7 +169,25 @@ def test_learned_score_is_symmetric_and_computed_as_fitted(tiny_nli, tmp_path):
     f1, f2 = facts_of_texts([s1, s2])
     expected = scorer(forward, backward, pair_features(f1, f2)[None, :])[0]
     assert by_text(a)[frozenset((s1, s2))] == pytest.approx(float(expected), abs=1e-5)
-    assert a._.inconsistency_score == pytest.approx(max(by_text(a).values()), abs=1e-7)
+    # The Doc's score: the noisy-OR of its three highest pair scores (here all three pairs).
+    assert a._.inconsistency_score == pytest.approx(1 - numpy.prod([1 - v for v in by_text(a).values()]), abs=1e-6)
+
+
+def test_the_doc_score_is_the_noisy_or_of_its_top_k_pairs(tiny_nli, tmp_path):
+    path = tmp_path / "ps.json"
+    PairScoreModel(random_model(True), random_model(False, seed=2), threshold=0.0).to_disk(path)
+    pair_scores = sorted((f["score"] for f in detector_nlp(tiny_nli, pair_scorer=str(path))(TEXT)._.contradictions),
+                         reverse=True)
+    assert len(pair_scores) == 3 and pair_scores[1] > 1e-3
+    for k, want in ((1, pair_scores[0]), (2, 1 - (1 - pair_scores[0]) * (1 - pair_scores[1]))):
+        doc = detector_nlp(tiny_nli, pair_scorer=str(path), doc_score_top_k=k)(TEXT)
+        assert doc._.inconsistency_score == pytest.approx(want, abs=1e-7)
+    # More pairs never lower it, and it stays a probability.
+    scores = [detector_nlp(tiny_nli, pair_scorer=str(path), doc_score_top_k=k)(TEXT)._.inconsistency_score
+              for k in (1, 2, 3, 10)]
+    assert scores == sorted(scores) and scores[-1] == pytest.approx(scores[2]) and scores[-1] <= 1.0
+    with pytest.raises(ValueError, match="doc_score_top_k"):
+        detector_nlp(tiny_nli, doc_score_top_k=0)
 
 
 def test_explain_splits_the_log_odds_by_alignment_feature():

@@ -42,10 +42,13 @@ class InconsistencyDetector(Pipe):
     character offsets, `score`, `method`, and with the learned pair score
     `evidence`: both directions' NLI probabilities and what each alignment
     feature added to the score), `doc._.has_inconsistency` is
-    True when there is at least one, and `doc._.inconsistency_score` is the
-    highest aggregated contradiction score of any compared pair (0.0 when
-    the Doc has fewer than two units), so it ranks Docs even below the
-    threshold. The contradicting pairs are also in `doc._.contradictions`.
+    True when there is at least one, and `doc._.inconsistency_score` is
+    1 - prod(1 - s) over the Doc's `doc_score_top_k` (3) highest pair scores
+    (the chance that one of them is a contradiction, were they independent;
+    never below the highest; 0.0 when the Doc has fewer than two units), so
+    it ranks Docs even below the threshold, and a Doc and an edited copy that
+    share their highest pair are still told apart. The contradicting pairs are
+    also in `doc._.contradictions`.
 
     nlp (Language): The pipeline.
     name (str): The component name.
@@ -54,7 +57,7 @@ class InconsistencyDetector(Pipe):
     window, max_all_pairs, threshold, aggregation, speakers, alignment,
         pair_scorer, candidates, rescorer, rescore_top_k, rescore_top_share, rescore_similar_k, cascade_threshold,
         first_stage_directions,
-        reverse_top_k, rescore_reverse_top_k: as for
+        reverse_top_k, rescore_reverse_top_k, doc_score_top_k: as for
         `contradiction_detector`
         (`candidates`, a strategy from `spacy_inconsistency.candidates`, replaces the budget
         rule; `rescorer`, a larger NLI model, re-scores each Doc's top pairs).
@@ -84,6 +87,7 @@ class InconsistencyDetector(Pipe):
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
+        doc_score_top_k: int = DEFAULT_SETTINGS["doc_score_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
@@ -96,7 +100,7 @@ class InconsistencyDetector(Pipe):
             candidates=candidates, rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
             rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
             first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
-            rescore_reverse_top_k=rescore_reverse_top_k,
+            rescore_reverse_top_k=rescore_reverse_top_k, doc_score_top_k=doc_score_top_k,
         )
         self.scorer = scorer
 
@@ -145,7 +149,7 @@ class InconsistencyDetector(Pipe):
             ]
             setattr(doc._, INCONSISTENCIES, findings)
             setattr(doc._, HAS_INCONSISTENCY, bool(findings))
-            setattr(doc._, INCONSISTENCY_SCORE, doc_scores.max_score)
+            setattr(doc._, INCONSISTENCY_SCORE, self.pairwise.document_score(doc_scores))
 
     def to_disk(self, path: Union[str, Path], *, exclude: Sequence[str] = tuple()) -> None:
         self.pairwise.to_disk(path, exclude=exclude)
@@ -209,6 +213,7 @@ def make_inconsistency_detector(
     first_stage_directions: int,
     reverse_top_k: Optional[int],
     rescore_reverse_top_k: Optional[int],
+    doc_score_top_k: int,
     scorer: Optional[Callable],
 ) -> InconsistencyDetector:
     """Create an `inconsistency_detector` (see `InconsistencyDetector`)."""
@@ -222,5 +227,5 @@ def make_inconsistency_detector(
         rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
         rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
         first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
-        rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
+        rescore_reverse_top_k=rescore_reverse_top_k, doc_score_top_k=doc_score_top_k, scorer=scorer,
     )

@@ -77,11 +77,12 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "first_stage_directions": defaults.FIRST_STAGE_DIRECTIONS,
     "reverse_top_k": defaults.REVERSE_TOP_K,
     "rescore_reverse_top_k": defaults.RESCORE_REVERSE_TOP_K,
+    "doc_score_top_k": defaults.DOC_SCORE_TOP_K,
 }
 DEFAULT_RULE_THRESHOLD = defaults.RULE_THRESHOLD
 CFG_KEYS = ("units_key", "window", "max_all_pairs", "threshold", "aggregation", "speakers", "alignment", "pair_scorer",
             "rescore_top_k", "rescore_top_share", "rescore_similar_k", "cascade_threshold", "first_stage_directions",
-            "reverse_top_k", "rescore_reverse_top_k")
+            "reverse_top_k", "rescore_reverse_top_k", "doc_score_top_k")
 
 
 # The settings that decide which pairs a cascade's second stage reads: its fitted document
@@ -270,6 +271,8 @@ class ContradictionDetector(CfgSerializable, Pipe):
         directions read). None: both orders of every rescored pair (the safe
         setting with `aggregation` "max" or "mean", where a pair read one way
         can score lower than read both ways and so be missed).
+    doc_score_top_k (int): A Doc's score (`document_score`): 1 - prod(1 - s)
+        over its this many highest pair scores; 1: the highest pair score.
     scorer (Optional[Callable]): The scoring method.
     """
 
@@ -298,10 +301,13 @@ class ContradictionDetector(CfgSerializable, Pipe):
         first_stage_directions: int = DEFAULT_SETTINGS["first_stage_directions"],
         reverse_top_k: Optional[int] = DEFAULT_SETTINGS["reverse_top_k"],
         rescore_reverse_top_k: Optional[int] = DEFAULT_SETTINGS["rescore_reverse_top_k"],
+        doc_score_top_k: int = DEFAULT_SETTINGS["doc_score_top_k"],
         scorer: Optional[Callable] = None,
     ) -> None:
         install_extensions()
         check_aggregation(aggregation)
+        if isinstance(doc_score_top_k, bool) or not isinstance(doc_score_top_k, int) or doc_score_top_k < 1:
+            raise ValueError(Errors.E006.format(name="doc_score_top_k", expected="at least 1", value=doc_score_top_k))
         if isinstance(rescore_similar_k, bool) or not isinstance(rescore_similar_k, int) or rescore_similar_k < 0:
             raise ValueError(Errors.E006.format(name="rescore_similar_k", expected="0 or more", value=rescore_similar_k))
         for setting, value in (("reverse_top_k", reverse_top_k), ("rescore_reverse_top_k", rescore_reverse_top_k)):
@@ -355,6 +361,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
             "first_stage_directions": first_stage_directions,
             "reverse_top_k": reverse_top_k,
             "rescore_reverse_top_k": rescore_reverse_top_k,
+            "doc_score_top_k": doc_score_top_k,
         }
         self._pair_scorer: Optional[PairScoreModel] = None
         self._rescorer_pair_scorer: Optional[PairScoreModel] = None
@@ -650,6 +657,13 @@ class ContradictionDetector(CfgSerializable, Pipe):
             return self._pair_scorer.document_threshold(n_pairs, alignment=bool(self.cfg["alignment"]))
         return self.threshold
 
+    def document_score(self, scores: PairScores) -> float:
+        """A Doc's score from its pair scores: 1 - prod(1 - s) over its `doc_score_top_k`
+        highest (the chance that one of them is a contradiction, were they independent),
+        so that two Docs sharing their highest pair are told apart by the next ones; in
+        [0, 1], never below the highest pair score; 0.0 without pairs."""
+        return scores.noisy_or(self.cfg["doc_score_top_k"])
+
     def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
         """The pairs at or over the Doc's threshold, as plain dicts, highest score first."""
         keep = numpy.flatnonzero(scores.score >= self.threshold_for(len(scores.pairs)))
@@ -699,6 +713,7 @@ def make_contradiction_detector(
     first_stage_directions: int,
     reverse_top_k: Optional[int],
     rescore_reverse_top_k: Optional[int],
+    doc_score_top_k: int,
     scorer: Optional[Callable],
 ) -> ContradictionDetector:
     """Create a `contradiction_detector` (see `ContradictionDetector`)."""
@@ -712,5 +727,5 @@ def make_contradiction_detector(
         rescorer=rescorer, rescore_top_k=rescore_top_k, rescore_top_share=rescore_top_share,
         rescore_similar_k=rescore_similar_k, cascade_threshold=cascade_threshold,
         first_stage_directions=first_stage_directions, reverse_top_k=reverse_top_k,
-        rescore_reverse_top_k=rescore_reverse_top_k, scorer=scorer,
+        rescore_reverse_top_k=rescore_reverse_top_k, doc_score_top_k=doc_score_top_k, scorer=scorer,
     )

@@ -38,7 +38,7 @@ CharSpan = Tuple[int, int]
 class DocOutcome:
     """What the detector did with one document of the suite.
 
-    score (float): The document score (highest pair score).
+    score (float): The document score (`doc._.inconsistency_score`).
     flagged (bool): Whether any pair reached the threshold.
     top_pair (Optional[Tuple[CharSpan, CharSpan]]): Character spans of the
         highest-scoring flagged pair, None when nothing was flagged.
