@@ -33,6 +33,7 @@ import typer
 
 from spacy_inconsistency.metrics.behaviour import matched_auc, pooled_auc
 from spacy_inconsistency.pair_score import DocumentThreshold, PairScoreModel
+from spacy_inconsistency.pair_scoring import noisy_or_top
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCORER = ROOT / "spacy_inconsistency" / "models" / "nli-mpnet-lora" / "pair_scorer.json"
@@ -57,7 +58,7 @@ def rules(threshold: DocumentThreshold) -> Dict[str, Callable[[List[float]], flo
         return float(1.0 - numpy.prod(1.0 - numpy.asarray(scores, dtype=numpy.float64))) if scores else 0.0
 
     def noisy_or_top3(scores: List[float]) -> float:
-        return noisy_or(sorted(scores, reverse=True)[:3])
+        return noisy_or_top(numpy.asarray(scores, dtype=numpy.float64), 3)
 
     def length_aware(scores: List[float]) -> float:
         if not scores:

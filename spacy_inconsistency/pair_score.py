@@ -116,7 +116,8 @@ class LogisticModel:
         self.intercept = float(intercept)
 
     def columns(self, x: numpy.ndarray) -> numpy.ndarray:
-        """Its own columns of rows of its own columns, or of a whole `design_matrix`."""
+        """Rows as it reads them: rows of its own columns as they are, a whole
+        `design_matrix` cut to its columns."""
         x = numpy.asarray(x, dtype=numpy.float64)
         if x.shape[1] != len(self.features):
             names = feature_names(x.shape[1] != len(NLI_FEATURE_NAMES))
