@@ -298,9 +298,8 @@ class PairScoreModel:
         ]
         if alignment is None or not len(out):
             return out
-        x = design_matrix(forward, backward, alignment)
-        shares = self.full.shares(x)
-        logit = self.full.logit(x)
+        x = self.full.columns(design_matrix(forward, backward, alignment))
+        shares, logit = self.full.shares(x), self.full.logit(x)
         owner = [_alignment_feature(name) for name in self.full.features]
         for row, pair_shares, z in zip(out, shares, logit):
             by_feature: Dict[str, float] = {}

@@ -81,10 +81,6 @@ class PairScores:
     def max_score(self) -> float:
         return float(self.score.max()) if len(self.score) else 0.0
 
-    def noisy_or(self, k: int) -> float:
-        """`noisy_or_top(self.score, k)`."""
-        return noisy_or_top(self.score, k)
-
     def evidence(self, k: int) -> Optional[Dict[str, Any]]:
         """Why pair k scores what it does (`PairScoreModel.explain`): both directions'
         NLI probabilities and, with alignment, what each alignment feature added to the

@@ -34,6 +34,7 @@ from ..pair_scoring import (  # noqa: F401  (re-exported: the names callers have
     combine,
     doc_units,
     has_content,
+    noisy_or_top,
     pair_finding,
     score_pairs,
     speaker_pairs,
@@ -662,7 +663,7 @@ class ContradictionDetector(CfgSerializable, Pipe):
         highest (the chance that one of them is a contradiction, were they independent),
         so that two Docs sharing their highest pair are told apart by the next ones; in
         [0, 1], never below the highest pair score; 0.0 without pairs."""
-        return scores.noisy_or(self.cfg["doc_score_top_k"])
+        return noisy_or_top(scores.score, self.cfg["doc_score_top_k"])
 
     def findings(self, scores: PairScores) -> List[Dict[str, Any]]:
         """The pairs at or over the Doc's threshold, as plain dicts, highest score first."""
